@@ -1,0 +1,145 @@
+// tally/mutex.hpp — a distributed critical section over an MPI communicator.
+//
+// Every rank of the communicator is a Suzuki–Kasami node. tally::mutex meets the
+// standard Lockable and TimedLockable requirements, so std::lock_guard and
+// std::unique_lock work. Construction and destruction are collective.
+//
+//   tally::mutex m(MPI_COMM_WORLD);
+//   { std::lock_guard<tally::mutex> g(m); /* one rank at a time */ }
+//
+// Cost: a rank that still holds the token re-enters with zero messages; any other
+// entry costs at most n messages (n-1 REQUESTs + 1 token). See docs/design.md.
+//
+// Errors throw tally::error (tally/error.hpp). Locking semantics are error-checking:
+// re-locking from the thread that holds the critical section throws errc::deadlock
+// and unlocking without holding it throws errc::not_owner.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <type_traits>
+
+#include "tally/error.hpp"
+
+namespace tally {
+
+// Who drives MPI progress for the mutex. Thread levels each mode needs:
+enum class progress_mode {
+  in_calls,  // inside every tally call and poll(); needs MPI_THREAD_SINGLE or more
+  thread,    // plus a background thread per mutex; needs MPI_THREAD_MULTIPLE
+};
+
+// How the progress thread waits between polls (thread mode only). On a machine with
+// one core per rank the thread competes with the application for that core.
+struct poll_policy {
+  enum class strategy {
+    spin,     // poll continuously: lowest latency, burns a core
+    backoff,  // spin while there is traffic, then sleep, doubling up to `interval`
+    sleep,    // poll, then sleep `interval`
+  };
+  strategy how = strategy::backoff;
+  std::chrono::microseconds interval{100};
+};
+
+struct options {
+  int initial_owner = 0;  // rank that holds the token at creation
+  progress_mode progress = progress_mode::in_calls;
+  poll_policy polling{};
+  // Bytes of application state that travel inside the token (see payload()).
+  // Must be equal on all ranks and at most max_payload_bytes.
+  std::size_t payload_bytes = 0;
+};
+
+// Upper bound on options::payload_bytes (1 MiB): the token moves on every handoff.
+inline constexpr std::size_t max_payload_bytes = std::size_t{1} << 20;
+
+// Per-rank counters since creation.
+struct stats {
+  std::uint64_t acquisitions = 0;        // critical-section entries
+  std::uint64_t local_acquisitions = 0;  // entries that cost zero messages
+  std::uint64_t requests_sent = 0;       // REQUEST messages sent: n-1 per broadcast
+  std::uint64_t requests_received = 0;   // REQUEST messages received
+  std::uint64_t tokens_sent = 0;
+  std::uint64_t tokens_received = 0;
+};
+
+namespace detail {
+class engine;
+}
+
+class mutex {
+ public:
+  // Collective over comm. Throws errc::arg for MPI_COMM_NULL, an intercommunicator,
+  // an out-of-range owner, a payload over the limit or differing across ranks;
+  // errc::thread_level for progress_mode::thread without MPI_THREAD_MULTIPLE.
+  explicit mutex(MPI_Comm comm, const options& opts = {});
+
+  // Collective construction from any communicator object convertible to MPI_Comm,
+  // such as boost::mpi::communicator.
+  template <class Communicator>
+    requires(!std::same_as<Communicator, MPI_Comm> &&
+             std::is_convertible_v<const Communicator&, MPI_Comm>)
+  explicit mutex(const Communicator& comm, const options& opts = {})
+      : mutex(static_cast<MPI_Comm>(comm), opts) {}
+
+  // Collective: calls free() if it has not been called; never throws (a failure is
+  // reported on stderr).
+  ~mutex();
+  mutex(const mutex&) = delete;
+  mutex& operator=(const mutex&) = delete;
+
+  // Blocks until this rank (and this thread) is in the critical section.
+  // Throws errc::deadlock if the calling thread already is.
+  void lock();
+  // Enters only if this rank holds the token idle: never sends, never blocks.
+  // Throws errc::deadlock if the calling thread already is in the critical section.
+  bool try_lock();
+  // Requests the token and waits until the deadline. On timeout returns false; the
+  // request stays outstanding and a token that arrives later is passed on or kept
+  // idle, never entered.
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return lock_until(std::chrono::steady_clock::now() +
+                      std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return lock_until(std::chrono::steady_clock::now() +
+                      std::chrono::ceil<std::chrono::steady_clock::duration>(deadline - Clock::now()));
+  }
+  // Leaves the critical section; the calling thread must hold it (errc::not_owner).
+  void unlock();
+
+  // Drives progress once: receives REQUESTs, hands over an idle token, completes
+  // sends. Useful in progress_mode::in_calls mode during long computations.
+  void poll();
+
+  // The token's payload: options::payload_bytes bytes of application state that
+  // moves with the token. Valid only while the calling thread holds the critical
+  // section; throws errc::not_owner otherwise.
+  std::span<std::byte> payload();
+
+  // Collective teardown: drains every message addressed to this rank, completes
+  // every send, frees the private communicator. Any later call throws errc::state.
+  // If the caller still held the critical section, it is released and errc::state
+  // is thrown after the teardown completed.
+  void free();
+
+  struct stats stats() const;
+  int rank() const;
+  int size() const;
+
+ private:
+  bool lock_until(std::chrono::steady_clock::time_point deadline);
+  detail::engine& live() const;
+
+  std::unique_ptr<detail::engine> engine_;
+};
+
+}  // namespace tally

@@ -1,0 +1,111 @@
+/* tally/tally.h — C API of tally, a distributed critical section for MPI.
+ *
+ * Usable from C11 and C++. Every function returns TALLY_SUCCESS or one of the
+ * TALLY_ERR_* codes below; tally_strerror() explains a code. Create and free are
+ * collective over the communicator; the other calls are local to the rank.
+ *
+ *   tally_mutex m;
+ *   tally_mutex_create(MPI_COMM_WORLD, NULL, &m);
+ *   tally_mutex_lock(m);  ... critical section ...  tally_mutex_unlock(m);
+ *   tally_mutex_free(&m);
+ */
+#ifndef TALLY_TALLY_H
+#define TALLY_TALLY_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TALLY_SUCCESS 0
+#define TALLY_ERR_ARG 1          /* null/invalid communicator, owner out of range, null pointer */
+#define TALLY_ERR_NOT_OWNER 2    /* unlock or payload access without holding the critical section */
+#define TALLY_ERR_DEADLOCK 3     /* lock, trylock or timedlock while already holding it */
+#define TALLY_ERR_THREAD_LEVEL 4 /* TALLY_PROGRESS_THREAD without MPI_THREAD_MULTIPLE */
+#define TALLY_ERR_MPI 5          /* an MPI call failed */
+#define TALLY_ERR_STATE 6        /* not valid now: use after free, after MPI_Finalize, ... */
+
+typedef struct tally_mutex_s *tally_mutex;
+
+typedef enum { TALLY_PROGRESS_INLINE = 0, TALLY_PROGRESS_THREAD = 1 } tally_progress;
+
+/* How the progress thread waits between polls (TALLY_PROGRESS_THREAD only). */
+typedef enum { TALLY_POLL_SPIN = 0, TALLY_POLL_BACKOFF = 1, TALLY_POLL_SLEEP = 2 } tally_poll;
+
+typedef struct {
+  int initial_owner;          /* rank holding the token at creation; default 0 */
+  tally_progress progress;    /* default TALLY_PROGRESS_INLINE */
+  tally_poll poll;            /* default TALLY_POLL_BACKOFF */
+  unsigned poll_interval_us;  /* sleep (or maximum backoff) between polls; default 100 */
+} tally_options;
+
+typedef struct {
+  uint64_t acquisitions;       /* critical-section entries */
+  uint64_t local_acquisitions; /* entries that cost zero messages */
+  uint64_t requests_sent;      /* REQUEST messages, n-1 per broadcast */
+  uint64_t requests_received;
+  uint64_t tokens_sent;
+  uint64_t tokens_received;
+} tally_stats;
+
+/* Largest payload tally_mutex_create_payload accepts, in bytes (1 MiB). */
+#define TALLY_MAX_PAYLOAD_BYTES ((size_t)1 << 20)
+
+/* Sets *opts to the defaults: owner 0, inline progress, backoff polling up to 100 us. */
+void tally_options_init(tally_options *opts);
+
+/* Collective over comm. opts may be NULL (defaults). On success *out is the mutex. */
+int tally_mutex_create(MPI_Comm comm, const tally_options *opts, tally_mutex *out);
+
+/* As tally_mutex_create, with `bytes` of application state carried in the token
+ * (equal on all ranks, at most TALLY_MAX_PAYLOAD_BYTES, else TALLY_ERR_ARG everywhere). */
+int tally_mutex_create_payload(MPI_Comm comm, const tally_options *opts, size_t bytes,
+                               tally_mutex *out);
+
+/* Blocks until this rank is in the critical section. */
+int tally_mutex_lock(tally_mutex m);
+
+/* *acquired = 1 and enters if this rank holds the token idle, else *acquired = 0.
+ * Never sends, never blocks. */
+int tally_mutex_trylock(tally_mutex m, int *acquired);
+
+/* Waits up to timeout_seconds. On timeout *acquired = 0; the request stays
+ * outstanding and a token that arrives later is passed on or kept idle. */
+int tally_mutex_timedlock(tally_mutex m, double timeout_seconds, int *acquired);
+
+/* Leaves the critical section; this rank must hold it. */
+int tally_mutex_unlock(tally_mutex m);
+
+/* Drives progress once (answers REQUESTs, hands over an idle token). */
+int tally_mutex_poll(tally_mutex m);
+
+/* The token's payload: valid only while this rank holds the critical section,
+ * else TALLY_ERR_NOT_OWNER. *bytes may be 0 (no payload). */
+int tally_mutex_payload(tally_mutex m, void **ptr, size_t *bytes);
+
+int tally_mutex_get_stats(tally_mutex m, tally_stats *out);
+
+/* Rank and size of the calling process in the mutex's communicator. */
+int tally_mutex_rank(tally_mutex m, int *rank);
+int tally_mutex_size(tally_mutex m, int *size);
+
+/* Collective: drains all messages, frees the mutex and sets *m = NULL. If this rank
+ * still held the critical section it is released and TALLY_ERR_STATE is returned,
+ * after the mutex was freed. */
+int tally_mutex_free(tally_mutex *m);
+
+/* Short description of a code. Never NULL. */
+const char *tally_strerror(int code);
+
+/* The full message of the calling thread's last failing tally call (with MPI's
+ * error string for TALLY_ERR_MPI), or "" if none failed. Never NULL. */
+const char *tally_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TALLY_TALLY_H */

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tally/export.h"
+
 namespace tally {
 
 // Numerically identical to the TALLY_* codes in tally.h.
@@ -21,11 +23,11 @@ enum class errc : int {
 };
 
 // Short, stable description of a code ("invalid argument", ...). Never null.
-const char* describe(errc code) noexcept;
+TALLY_API const char* describe(errc code) noexcept;
 
 // What tally throws. code() is the failure class; mpi_error() is the MPI error
 // class when code() == errc::mpi, else 0.
-class error : public std::runtime_error {
+class TALLY_API error : public std::runtime_error {
  public:
   error(errc code, const std::string& what, int mpi_error = 0)
       : std::runtime_error(what), code_(code), mpi_error_(mpi_error) {}

@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "tally/error.hpp"
+#include "tally/export.h"
 
 namespace tally {
 
@@ -73,7 +74,7 @@ namespace detail {
 class engine;
 }
 
-class mutex {
+class TALLY_API mutex {
  public:
   // Collective over comm. Throws errc::arg for MPI_COMM_NULL, an intercommunicator,
   // an out-of-range owner, a payload over the limit or differing across ranks;

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tally/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -55,54 +57,54 @@ typedef struct {
 #define TALLY_MAX_PAYLOAD_BYTES ((size_t)1 << 20)
 
 /* Sets *opts to the defaults: owner 0, inline progress, backoff polling up to 100 us. */
-void tally_options_init(tally_options *opts);
+TALLY_API void tally_options_init(tally_options *opts);
 
 /* Collective over comm. opts may be NULL (defaults). On success *out is the mutex. */
-int tally_mutex_create(MPI_Comm comm, const tally_options *opts, tally_mutex *out);
+TALLY_API int tally_mutex_create(MPI_Comm comm, const tally_options *opts, tally_mutex *out);
 
 /* As tally_mutex_create, with `bytes` of application state carried in the token
  * (equal on all ranks, at most TALLY_MAX_PAYLOAD_BYTES, else TALLY_ERR_ARG everywhere). */
-int tally_mutex_create_payload(MPI_Comm comm, const tally_options *opts, size_t bytes,
+TALLY_API int tally_mutex_create_payload(MPI_Comm comm, const tally_options *opts, size_t bytes,
                                tally_mutex *out);
 
 /* Blocks until this rank is in the critical section. */
-int tally_mutex_lock(tally_mutex m);
+TALLY_API int tally_mutex_lock(tally_mutex m);
 
 /* *acquired = 1 and enters if this rank holds the token idle, else *acquired = 0.
  * Never sends, never blocks. */
-int tally_mutex_trylock(tally_mutex m, int *acquired);
+TALLY_API int tally_mutex_trylock(tally_mutex m, int *acquired);
 
 /* Waits up to timeout_seconds. On timeout *acquired = 0; the request stays
  * outstanding and a token that arrives later is passed on or kept idle. */
-int tally_mutex_timedlock(tally_mutex m, double timeout_seconds, int *acquired);
+TALLY_API int tally_mutex_timedlock(tally_mutex m, double timeout_seconds, int *acquired);
 
 /* Leaves the critical section; this rank must hold it. */
-int tally_mutex_unlock(tally_mutex m);
+TALLY_API int tally_mutex_unlock(tally_mutex m);
 
 /* Drives progress once (answers REQUESTs, hands over an idle token). */
-int tally_mutex_poll(tally_mutex m);
+TALLY_API int tally_mutex_poll(tally_mutex m);
 
 /* The token's payload: valid only while this rank holds the critical section,
  * else TALLY_ERR_NOT_OWNER. *bytes may be 0 (no payload). */
-int tally_mutex_payload(tally_mutex m, void **ptr, size_t *bytes);
+TALLY_API int tally_mutex_payload(tally_mutex m, void **ptr, size_t *bytes);
 
-int tally_mutex_get_stats(tally_mutex m, tally_stats *out);
+TALLY_API int tally_mutex_get_stats(tally_mutex m, tally_stats *out);
 
 /* Rank and size of the calling process in the mutex's communicator. */
-int tally_mutex_rank(tally_mutex m, int *rank);
-int tally_mutex_size(tally_mutex m, int *size);
+TALLY_API int tally_mutex_rank(tally_mutex m, int *rank);
+TALLY_API int tally_mutex_size(tally_mutex m, int *size);
 
 /* Collective: drains all messages, frees the mutex and sets *m = NULL. If this rank
  * still held the critical section it is released and TALLY_ERR_STATE is returned,
  * after the mutex was freed. */
-int tally_mutex_free(tally_mutex *m);
+TALLY_API int tally_mutex_free(tally_mutex *m);
 
 /* Short description of a code. Never NULL. */
-const char *tally_strerror(int code);
+TALLY_API const char *tally_strerror(int code);
 
 /* The full message of the calling thread's last failing tally call (with MPI's
  * error string for TALLY_ERR_MPI), or "" if none failed. Never NULL. */
-const char *tally_last_error(void);
+TALLY_API const char *tally_last_error(void);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,117 @@
+// mpi/engine.hpp — the MPI runtime behind tally::mutex and the C API.
+//
+// One engine per mutex. It owns a private duplicate of the user's communicator
+// (MPI_ERRORS_RETURN), the committed token datatype, the pre-posted receives and
+// every send it starts, and drives one protocol::node with them. All state is
+// guarded by mu_; MPI calls on the private communicator happen only under mu_, so
+// the engine needs MPI_THREAD_MULTIPLE only when several threads use it (thread
+// progress mode, or application threads sharing the mutex).
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "mpi/handles.hpp"
+#include "mpi/wire.hpp"
+#include "tally/mutex.hpp"
+#include "tally/protocol.hpp"
+
+namespace tally::detail {
+
+class engine {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  // Collective over comm; see tally::mutex::mutex for the errors. A caller_error
+  // (a bad argument found by the caller) fails the creation on every rank alike.
+  engine(MPI_Comm comm, const options& opts, std::optional<error> caller_error = std::nullopt);
+  // Tears down collectively if free() was not called; never throws.
+  ~engine();
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  void lock() { (void)acquire(std::nullopt); }
+  bool lock_until(clock::time_point deadline) { return acquire(deadline); }
+  bool try_lock();
+  void unlock();
+  void poll();
+  std::span<std::byte> payload();
+  // Collective teardown (see tally::mutex::free). `at_finalize` only changes the
+  // wording of diagnostics.
+  void free(bool at_finalize = false);
+  struct stats stats() const;
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+
+ private:
+  bool acquire(std::optional<clock::time_point> deadline);
+  // Carries out the action of a protocol step (sends). mu_ held.
+  void execute(const protocol::step& s, const char* event);
+  // Tests posted receives and outstanding sends once; handles what completed.
+  // Returns true if any message arrived. mu_ held.
+  bool progress_locked();
+  void post_request_recv(std::size_t k);
+  void post_token_recv();
+  void broadcast(protocol::seq_t seq);
+  void send_token(protocol::rank_t to);
+  // Completes sends whose requests finished; with `wait`, blocks until all did.
+  void reap_sends(bool wait);
+  bool sends_pending() const noexcept;
+  void require_live() const;  // throws errc::state after free/finalize
+  void rethrow_fault() const;
+  void progress_thread_main();
+  void stop_progress_thread() noexcept;
+  void cancel_receives() noexcept;
+
+  // -- immutable after construction
+  int rank_ = 0;
+  int size_ = 1;
+  options opts_;
+  comm_handle comm_;
+  wire_format wire_;
+
+  // -- guarded by mu_
+  mutable std::mutex mu_;
+  std::condition_variable slot_cv_;  // signalled when the rank's slot frees up
+  protocol::node node_;
+  bool slot_taken_ = false;          // some thread of this rank is locking or in the CS
+  std::thread::id owner_{};          // thread in the CS, if any
+  bool live_ = true;
+  std::exception_ptr fault_;         // failure raised on the progress thread
+  std::vector<std::byte> payload_;   // the token's payload while held here
+
+  // Pre-posted receives: [0] token, [1..] REQUESTs (any source).
+  std::vector<MPI_Request> recv_reqs_;
+  std::vector<std::uint64_t> request_bufs_;
+  std::vector<std::byte> token_buf_;
+  std::vector<int> done_idx_;
+  std::vector<MPI_Status> done_status_;
+
+  struct bcast_slot {  // one REQUEST broadcast: n-1 sends of one sequence number
+    std::uint64_t seq = 0;
+    std::vector<MPI_Request> reqs;
+  };
+  struct token_slot {  // one token send
+    std::vector<std::byte> buf;
+    MPI_Request req = MPI_REQUEST_NULL;
+  };
+  std::vector<bcast_slot> bcasts_;
+  std::vector<token_slot> token_sends_;
+
+  // -- progress thread
+  std::atomic<bool> stop_{false};
+  std::thread progress_;
+};
+
+}  // namespace tally::detail

@@ -1,0 +1,63 @@
+#include "mpi/registry.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <vector>
+
+#include "mpi/engine.hpp"
+
+namespace tally::detail::registry {
+
+namespace {
+
+std::mutex mu;
+std::vector<engine*> live;  // creation order
+bool hooked = false;
+
+int at_finalize(MPI_Comm, int, void*, void*) {
+  std::vector<engine*> left;
+  {
+    std::lock_guard lk(mu);
+    left.swap(live);
+  }
+  if (left.empty()) return MPI_SUCCESS;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::fprintf(stderr,
+               "tally: warning: MPI_Finalize called on rank %d with %zu live mutex(es); freeing "
+               "them now. Destroy every tally mutex before MPI_Finalize.\n",
+               rank, left.size());
+  for (engine* e : left) {
+    try {
+      e->free(true);
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "tally: rank %d: %s\n", rank, ex.what());
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+void add(engine* e) {
+  std::lock_guard lk(mu);
+  if (!hooked) {
+    int keyval = MPI_KEYVAL_INVALID;
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_finalize, &keyval, nullptr),
+              "MPI_Comm_create_keyval");
+    check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr), "MPI_Comm_set_attr");
+    hooked = true;
+  }
+  live.push_back(e);
+}
+
+void remove(engine* e) noexcept {
+  std::lock_guard lk(mu);
+  live.erase(std::remove(live.begin(), live.end(), e), live.end());
+}
+
+}  // namespace tally::detail::registry

@@ -1,0 +1,98 @@
+// Shared helpers for the MPI tests.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#include "tally/mutex.hpp"
+
+namespace tally::test {
+
+inline int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+inline int world_size() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// A barrier that keeps driving the mutex while it waits, so that a rank holding
+// the token idle keeps answering REQUESTs (inline progress has no other source).
+template <class Poll>
+void progress_barrier(MPI_Comm comm, Poll&& poll) {
+  MPI_Request req;
+  MPI_Ibarrier(comm, &req);
+  int done = 0;
+  while (!done) {
+    poll();
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+  }
+}
+
+inline void progress_barrier(MPI_Comm comm, tally::mutex& m) {
+  progress_barrier(comm, [&] { m.poll(); });
+}
+
+// A counter that lives in an MPI window at rank `home` of comm, read and written
+// with separate MPI_Get/MPI_Put (a non-atomic read-modify-write), plus an occupancy
+// word updated with MPI_Compare_and_swap that detects overlapping critical sections.
+class shared_counter {
+ public:
+  shared_counter(MPI_Comm comm, int home) : home_(home) {
+    MPI_Win_allocate(2 * sizeof(std::int64_t), sizeof(std::int64_t), MPI_INFO_NULL, comm, &base_, &win_);
+    base_[0] = 0;
+    base_[1] = -1;
+    MPI_Win_lock_all(0, win_);
+    MPI_Barrier(comm);
+  }
+  ~shared_counter() {
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  shared_counter(const shared_counter&) = delete;
+  shared_counter& operator=(const shared_counter&) = delete;
+
+  // Marks the CS as occupied by `me`; returns the previous occupant (-1 if none).
+  std::int64_t enter(std::int64_t me) { return cas(-1, me); }
+  // Clears the occupancy; returns the previous occupant (`me` if all is well).
+  std::int64_t leave(std::int64_t me) { return cas(me, -1); }
+
+  // Non-atomic increment: get, yield, put.
+  void increment() {
+    std::int64_t v = 0;
+    MPI_Get(&v, 1, MPI_INT64_T, home_, 0, 1, MPI_INT64_T, win_);
+    MPI_Win_flush(home_, win_);
+    std::this_thread::yield();
+    ++v;
+    MPI_Put(&v, 1, MPI_INT64_T, home_, 0, 1, MPI_INT64_T, win_);
+    MPI_Win_flush(home_, win_);
+  }
+
+  std::int64_t value() {
+    std::int64_t v = 0;
+    MPI_Fetch_and_op(nullptr, &v, MPI_INT64_T, home_, 0, MPI_NO_OP, win_);
+    MPI_Win_flush(home_, win_);
+    return v;
+  }
+
+ private:
+  std::int64_t cas(std::int64_t expect, std::int64_t desired) {
+    std::int64_t old = 0;
+    MPI_Compare_and_swap(&desired, &expect, &old, MPI_INT64_T, home_, 1, win_);
+    MPI_Win_flush(home_, win_);
+    return old;
+  }
+
+  int home_;
+  std::int64_t* base_ = nullptr;
+  MPI_Win win_ = MPI_WIN_NULL;
+};
+
+}  // namespace tally::test

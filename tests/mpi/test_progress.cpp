@@ -1,0 +1,152 @@
+// Progress: a holder that computes without calling tally still hands the token
+// over (thread mode), timed locks time out cleanly, and a token that reaches a
+// rank after its timed lock gave up is kept idle or passed on, never entered.
+// Every check is an order of events, not a time bound.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "support.hpp"
+
+namespace {
+
+using tally::test::progress_barrier;
+using tally::test::world_rank;
+using tally::test::world_size;
+
+constexpr int tag_signal = 77;
+
+void signal(int to) {
+  int x = 1;
+  MPI_Send(&x, 1, MPI_INT, to, tag_signal, MPI_COMM_WORLD);
+}
+
+void await_signal(int from) {
+  int x = 0;
+  MPI_Recv(&x, 1, MPI_INT, from, tag_signal, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+// Arithmetic for `d` of wall time, with no MPI or tally call in between.
+double compute_for(std::chrono::milliseconds d) {
+  volatile double x = 1.0;
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until)
+    for (int i = 0; i < 1000; ++i) x = x * 1.0000001 + 1e-9;
+  return x;
+}
+
+TEST(Progress, IdleHolderHandsOverWhileComputingInThreadMode) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  tally::options o;
+  o.progress = tally::progress_mode::thread;
+  o.initial_owner = 0;
+  tally::mutex m(MPI_COMM_WORLD, o);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    // Holds the token idle and never calls tally during the computation. If only
+    // this thread could answer REQUESTs, rank 1 could not acquire, and so could
+    // not have sent its message, before the computation ends.
+    compute_for(std::chrono::milliseconds(1500));
+    int arrived = 0;
+    MPI_Iprobe(1, tag_signal, MPI_COMM_WORLD, &arrived, MPI_STATUS_IGNORE);
+    EXPECT_TRUE(arrived) << "rank 1 did not get the lock while rank 0 computed";
+    EXPECT_EQ(m.stats().tokens_sent, 1u);
+    await_signal(1);
+  } else if (world_rank() == 1) {
+    m.lock();
+    signal(0);
+    m.unlock();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+class TimedProgress : public ::testing::TestWithParam<tally::progress_mode> {
+ protected:
+  tally::options opts() const {
+    tally::options o;
+    o.progress = GetParam();
+    o.initial_owner = 0;
+    return o;
+  }
+};
+
+TEST_P(TimedProgress, TimedLockTimesOutAndLateTokenIsKeptIdle) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  tally::mutex m(MPI_COMM_WORLD, opts());
+  const int me = world_rank();
+  if (me == 0) {
+    m.lock();
+    signal(1);
+    await_signal(1);  // rank 1 has timed out while rank 0 held the lock
+    m.unlock();
+  } else if (me == 1) {
+    await_signal(0);
+    EXPECT_FALSE(m.try_lock_for(std::chrono::milliseconds(20)));
+    EXPECT_EQ(m.stats().acquisitions, 0u);
+    signal(0);
+    // The token comes later, to a rank that no longer waits: it must stay idle
+    // here (nobody else wants it), so try_lock eventually succeeds locally.
+    while (!m.try_lock()) m.poll();
+    const tally::stats s = m.stats();
+    EXPECT_EQ(s.acquisitions, 1u);
+    EXPECT_EQ(s.local_acquisitions, 1u);
+    EXPECT_EQ(s.tokens_received, 1u);
+    EXPECT_EQ(s.requests_sent, static_cast<std::uint64_t>(world_size() - 1));
+    m.unlock();
+  }
+  progress_barrier(MPI_COMM_WORLD, m);
+  // The token is not lost: everybody can still enter.
+  m.lock();
+  m.unlock();
+  progress_barrier(MPI_COMM_WORLD, m);
+}
+
+TEST_P(TimedProgress, LateTokenIsPassedOnToTheNextWaiter) {
+  if (world_size() < 3) GTEST_SKIP() << "needs three ranks";
+  tally::mutex m(MPI_COMM_WORLD, opts());
+  const int me = world_rank();
+  if (me == 0) {
+    m.lock();
+    signal(1);
+    await_signal(1);
+    m.unlock();
+  } else if (me == 1) {
+    await_signal(0);
+    EXPECT_FALSE(m.try_lock_for(std::chrono::milliseconds(20)));
+    signal(2);  // rank 2 now requests while rank 1's request is still outstanding
+    signal(0);
+  } else if (me == 2) {
+    await_signal(1);
+    m.lock();  // served whether the token reaches it via rank 1 or directly
+    m.unlock();
+  }
+  progress_barrier(MPI_COMM_WORLD, m);
+  const tally::stats s = m.stats();
+  if (me == 1) {
+    EXPECT_EQ(s.acquisitions, 0u);
+  } else if (me == 2) {
+    EXPECT_EQ(s.acquisitions, 1u);
+  }
+  m.lock();
+  m.unlock();
+  progress_barrier(MPI_COMM_WORLD, m);
+  EXPECT_EQ(m.stats().acquisitions, s.acquisitions + 1);
+}
+
+TEST_P(TimedProgress, TryLockNeverSendsAndOnlySucceedsAtAnIdleHolder) {
+  tally::mutex m(MPI_COMM_WORLD, opts());
+  const bool holder = world_rank() == 0;
+  EXPECT_EQ(m.try_lock(), holder);
+  EXPECT_EQ(m.stats().requests_sent, 0u);
+  EXPECT_EQ(m.stats().tokens_sent, 0u);
+  if (holder) m.unlock();
+  progress_barrier(MPI_COMM_WORLD, m);
+}
+
+INSTANTIATE_TEST_SUITE_P(Progress, TimedProgress,
+                         ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
+                         [](const auto& p) {
+                           return p.param == tally::progress_mode::thread ? "thread" : "inline";
+                         });
+
+}  // namespace

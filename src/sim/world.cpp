@@ -23,6 +23,30 @@ world::world(std::int32_t n, rank_t owner) {
   for (std::int32_t i = 0; i < n; ++i) nodes_.emplace_back(rank_t(i), n, owner);
 }
 
+world world::assemble(std::vector<protocol::node> nodes, std::vector<request_msg> pending,
+                     std::optional<in_flight> flight) {
+  const auto n = static_cast<std::int32_t>(nodes.size());
+  if (n < 1) throw error(errc::arg, "tally-sim: assemble: need at least 1 node");
+  const auto in_range = [n](rank_t r) { return r.value() >= 0 && r.value() < n; };
+  for (std::int32_t i = 0; i < n; ++i)
+    if (nodes[static_cast<std::size_t>(i)].self() != rank_t(i) ||
+        nodes[static_cast<std::size_t>(i)].size() != n)
+      throw error(errc::arg, "tally-sim: assemble: nodes[" + std::to_string(i) +
+                                 "] is not node " + std::to_string(i) + " of " +
+                                 std::to_string(n));
+  for (const request_msg& m : pending)
+    if (!in_range(m.from) || !in_range(m.to))
+      throw error(errc::arg, "tally-sim: assemble: REQUEST names a node out of range");
+  if (flight && (!in_range(flight->to) || flight->token.ln.size() != nodes.size()))
+    throw error(errc::arg, "tally-sim: assemble: bad token in flight");
+  world w(n, rank_t(0));
+  w.nodes_ = std::move(nodes);
+  w.pending_ = std::move(pending);
+  std::sort(w.pending_.begin(), w.pending_.end());
+  w.flight_ = std::move(flight);
+  return w;
+}
+
 verdict world::refused(rank_t i, const char* what, protocol::status st) const {
   std::ostringstream os;
   os << what << " at node " << i.value() << ": " << protocol::describe(st) << " (node is "
@@ -199,8 +223,14 @@ std::optional<std::string> world::violation() const {
     if (flight_ && flight_->to == q)
       return report{}("Q member ", q.value(), " is the in-flight destination");
   }
-  if (h && nodes_[h->index()].mode() == mode::idle && !t.queue.empty())
-    return report{}("idle holder ", h->value(), " has a non-empty Q");
+  if (h && nodes_[h->index()].mode() == mode::idle) {
+    if (!t.queue.empty()) return report{}("idle holder ", h->value(), " has a non-empty Q");
+    // The card's reachable_ready: an idle holder has handed off every request it knows.
+    for (std::size_t j = 0; j < n; ++j)
+      if (nodes_[h->index()].rn(rank_t(static_cast<std::int32_t>(j))) == t.ln[j].next())
+        return report{}("idle holder ", h->value(), " keeps the token although RN_", h->value(),
+                        "[", j, "] = LN[", j, "] + 1 = ", t.ln[j].value() + 1);
+  }
   if (flight_) {
     if (flight_->to.value() < 0 || flight_->to.index() >= n)
       return report{}("token in flight to out-of-range node ", flight_->to.value());
@@ -208,11 +238,27 @@ std::optional<std::string> world::violation() const {
       return report{}("token in flight to node ", flight_->to.value(), ", which is not requesting");
   }
 
-  for (const request_msg& m : pending_) {
+  for (std::size_t k = 0; k < pending_.size(); ++k) {
+    const request_msg& m = pending_[k];
     const seq_t own = nodes_[m.from.index()].rn(m.from);
     if (m.seq.value() == 0 || m.seq > own)
       return report{}("pending REQUEST(", m.from.value(), ", ", m.seq.value(), ") to ",
                       m.to.value(), " was never issued (sender's RN is ", own.value(), ")");
+    if (k > 0 && pending_[k - 1] == m)
+      return report{}("pending REQUEST(", m.from.value(), ", ", m.seq.value(), ") to ",
+                      m.to.value(), " is duplicated");
+  }
+  // The card's fresh broadcast: a requester's current REQUEST has reached each other
+  // node or is pending to it.
+  for (const protocol::node& ni : nodes_) {
+    if (ni.mode() != mode::requesting) continue;
+    const rank_t i = ni.self();
+    const seq_t s = ni.rn(i);
+    for (const protocol::node& nj : nodes_)
+      if (nj.self() != i && nj.rn(i) != s &&
+          !std::binary_search(pending_.begin(), pending_.end(), request_msg{i, nj.self(), s}))
+        return report{}("requesting node ", i.value(), "'s REQUEST #", s.value(),
+                        " neither reached node ", nj.self().value(), " nor is pending to it");
   }
   return std::nullopt;
 }

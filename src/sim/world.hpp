@@ -44,6 +44,13 @@ class world {
   // n nodes, token idle at `owner`. Throws tally::error(errc::arg) on bad n or owner.
   world(std::int32_t n, rank_t owner);
 
+  // A world from arbitrary parts, to test the checks below on states no step
+  // reaches. Only what keeps the checks in bounds is verified: throws
+  // tally::error(errc::arg) unless nodes[i] is node i of nodes.size(), every message
+  // and the flight name nodes in range, and a token in flight has n LN entries.
+  static world assemble(std::vector<protocol::node> nodes, std::vector<request_msg> pending,
+                        std::optional<in_flight> flight = std::nullopt);
+
   // --- steps -------------------------------------------------------------------
   // Node i calls lock(); a broadcast becomes n-1 pending REQUESTs.
   verdict request(rank_t i);

@@ -283,7 +283,11 @@ std::variant<script, report> parse(std::istream& in) {
     for (char ch : text) spaced += ch == '=' ? std::string(" = ") : std::string(1, ch);
     std::vector<std::string_view> words = words_of(spaced);
     if (words.empty()) continue;
-    text = std::string(words.front().data(), words.back().data() + words.back().size());
+    text.clear();  // the statement normalized: words joined by single blanks
+    for (std::string_view w : words) {
+      if (!text.empty()) text += ' ';
+      text += w;
+    }
     try {
       cursor c(words, s.nodes);
       const std::string_view verb = c.word("a statement");

@@ -59,7 +59,7 @@ struct statement {
 
   op what = op::token;
   std::size_t line = 0;                // 1-based line in the source
-  std::string text;                    // the statement as written, comment stripped
+  std::string text;                    // the statement, words joined by single blanks
   std::optional<std::int32_t> a, b;    // node ids; holder/inflight: empty means none
   std::optional<std::uint64_t> value;  // deliver: SEQ; rn/ln/pending/messages: expected
   std::vector<std::int32_t> list;      // queue: expected Q, head first

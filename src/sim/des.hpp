@@ -1,0 +1,285 @@
+// sim/des.hpp — tally-sim's discrete-event engine.
+//
+// engine<Model> owns the clock, the event queue, the network model
+// (network_model.hpp), the workload (who requests when, for how long) and the raw
+// measurements. The mutual-exclusion algorithm is the Model (sim/algorithms/): it
+// turns lock / unlock / message events into sends and CS entries through the
+// engine's services. The engine checks, on every entry, that no other node is in
+// its critical section, and throws invariant_violation if one is.
+//
+// Determinism: all times are integer picoseconds; events at equal times run in the
+// order they were scheduled; random draws come from per-node streams derived from
+// the seed. The same workload and parameters give the same results, bit for bit.
+//
+// Scale: a broadcast or multicast is ONE record that delivers to recipient p at
+// t0 + p*slot and is then requeued; records with equal slot sit in a FIFO "lane"
+// that stays sorted by time without a heap (see docs/simulator.md), so a delivery
+// costs O(1) queue work and no allocation.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/network_model.hpp"
+
+namespace tally::sim {
+
+// A simulator invariant failed (mutual exclusion, token conservation, accounting).
+// Always a bug in a model or in the engine, never a user error.
+class invariant_violation : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Cache hint: start loading the line at p. Never faults. (An asm statement, because
+// GCC 12 drops some __builtin_prefetch calls whose address comes from a load.)
+inline void prefetch(const void* p) noexcept {
+#if defined(__GNUC__) && defined(__x86_64__)
+  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
+#elif defined(__GNUC__)
+  __builtin_prefetch(p);
+#else
+  (void)p;
+#endif
+}
+
+enum class msg_kind : std::uint8_t { request, token, reply, grant, release };
+inline constexpr std::size_t msg_kinds = 5;
+const char* to_string(msg_kind k) noexcept;
+
+struct message {
+  msg_kind kind;
+  std::int32_t from;
+  std::int32_t to;
+  std::uint64_t val;  // model-defined (sequence number, timestamp)
+};
+
+// xoshiro256** seeded through splitmix64: small, fast, and the same everywhere.
+class rng {
+ public:
+  explicit rng(std::uint64_t seed = 0) noexcept;
+  std::uint64_t next() noexcept;
+  double uniform() noexcept { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+
+ private:
+  std::array<std::uint64_t, 4> s_{};
+};
+
+// A duration: fixed, exponential(mean) or uniform[lo, hi].
+struct duration_dist {
+  enum class shape : std::uint8_t { fixed, exponential, uniform };
+  shape kind = shape::fixed;
+  ps_t a = 0;  // fixed value, exponential mean, or uniform lower bound
+  ps_t b = 0;  // uniform upper bound
+  bool always_zero() const noexcept { return kind != shape::uniform ? a == 0 : b == 0; }
+  ps_t mean() const noexcept { return kind == shape::uniform ? (a + b) / 2 : a; }
+  ps_t sample(rng& r) const noexcept;
+};
+
+struct workload {
+  std::int32_t nodes = 0;
+  std::vector<std::int32_t> active;  // ascending ids of the nodes that ever request
+  duration_dist cs;                  // time spent in the critical section
+  duration_dist think;               // time before each request, the first included
+  std::uint64_t requests_per_node = 0;  // exactly one of these two is nonzero:
+  std::uint64_t total_requests = 0;     // per active node, or in total
+  std::uint64_t seed = 0;
+};
+
+// What one run measured, before summarizing (run.hpp).
+struct raw_results {
+  ps_t end_time = 0;        // the last CS exit
+  std::uint64_t events = 0;  // scheduler entries processed (one per message delivery)
+  std::uint64_t entries = 0;
+  std::array<std::uint64_t, msg_kinds> messages{};
+  std::array<std::uint64_t, msg_kinds> bytes{};
+  std::vector<ps_t> waits;        // request -> entry, in entry order
+  std::vector<ps_t> issue_times;  // request time of each entry, in entry order
+  std::vector<ps_t> handoffs;     // exit -> next entry, when the entrant was waiting
+  std::vector<std::uint64_t> entries_per_node;
+  std::vector<ps_t> wait_sum_per_node;
+};
+
+// Called every so many events with (CS entries so far, events so far).
+using progress_fn = std::function<void(std::uint64_t, std::uint64_t)>;
+
+namespace detail {
+
+// One scheduled event. Ordered by (t, tie); tie is a global schedule counter.
+struct event {
+  enum class type : std::uint8_t { lock, unlock, arrive, handle, first_of_cast };
+  ps_t t;
+  std::uint64_t tie;
+  type what;
+  msg_kind kind;
+  std::int32_t a;  // lock/unlock: node; arrive/handle: from
+  std::int32_t b;  // arrive/handle: to
+  std::uint64_t val;
+};
+
+inline bool before(ps_t t1, std::uint64_t k1, ps_t t2, std::uint64_t k2) noexcept {
+  return t1 < t2 || (t1 == t2 && k1 < k2);
+}
+
+// 4-ary min-heap of events.
+class event_heap {
+ public:
+  bool empty() const noexcept { return h_.empty(); }
+  std::size_t size() const noexcept { return h_.size(); }
+  const event& top() const noexcept { return h_.front(); }
+  void push(const event& e);
+  event pop();
+
+ private:
+  std::vector<event> h_;
+};
+
+// A broadcast/multicast in progress: delivers to position pos at time t.
+struct cast {
+  ps_t t;
+  std::uint64_t tie;
+  std::int32_t from;
+  std::int32_t pos;    // next recipient's position, 0-based
+  std::int32_t count;  // number of recipients
+  std::uint32_t list;  // index of the explicit recipient list, or no_list (rotating order)
+  std::uint64_t val;
+  std::uint32_t lane;
+  msg_kind kind;
+  static constexpr std::uint32_t no_list = std::numeric_limits<std::uint32_t>::max();
+};
+
+// FIFO ring of casts sharing one slot length; sorted by (t, tie) by construction.
+class lane {
+ public:
+  explicit lane(ps_t slot) : slot_(slot), buf_(16) {}
+  ps_t slot() const noexcept { return slot_; }
+  bool empty() const noexcept { return size_ == 0; }
+  std::size_t size() const noexcept { return size_; }
+  const cast& front() const noexcept { return buf_[head_]; }
+  const cast& operator[](std::size_t i) const noexcept { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+  cast pop_front() noexcept {
+    cast c = buf_[head_];
+    head_ = (head_ + 1) & (buf_.size() - 1);
+    --size_;
+    return c;
+  }
+  void push_back(const cast& c) {
+    if (size_ == buf_.size()) grow();
+    buf_[(head_ + size_) & (buf_.size() - 1)] = c;
+    ++size_;
+  }
+
+ private:
+  void grow();
+
+  ps_t slot_;
+  std::vector<cast> buf_;  // power-of-two capacity
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+};
+
+}  // namespace detail
+
+// Model requirements (see sim/algorithms/ for the three models):
+//   bool sink(int32 j) const          messages to j cost j nothing and change nothing
+//   void prefetch(int32 to, int32 from) const   cache hint for a coming delivery
+//   void lock(E&, int32 i)            i wants the CS (it has no outstanding request)
+//   void unlock(E&, int32 i)          i leaves the CS
+//   void deliver(E&, const message&)  a message is handled at m.to at e.now()
+//   void finish(const E&) const       end-of-run checks; throws invariant_violation
+// where E is engine<Model>. A model calls e.enter(i) when i enters its CS.
+template <class Model>
+class engine {
+ public:
+  // Throws tally::error(errc::arg) unless n >= 2, the active ids are ascending and
+  // in range, and exactly one of the two request budgets is set.
+  template <class... Args>
+  engine(const network_params& net, workload w, Args&&... model_args);
+
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  // Runs to completion (every request served). Call once.
+  raw_results run(const progress_fn& progress = {}, std::uint64_t progress_every = 1u << 20);
+
+  Model& model() noexcept { return model_; }
+  const Model& model() const noexcept { return model_; }
+
+  // --- services for the model ----------------------------------------------------
+  ps_t now() const noexcept { return now_; }
+  std::int32_t size() const noexcept { return n_; }
+  const network_params& network() const noexcept { return net_; }
+  // Point-to-point message.
+  void send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
+            std::uint64_t val = 0);
+  // To every other node, in rotating order from+1, from+2, ... (mod n).
+  void broadcast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::uint64_t val);
+  // To `to` in the given order. Take the vector from borrow_list() to reuse storage.
+  void multicast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::vector<std::int32_t> to,
+                 std::uint64_t val = 0);
+  std::vector<std::int32_t> borrow_list();
+  // Node i enters its critical section now. Throws invariant_violation if another
+  // node is in its CS or i has no outstanding request.
+  void enter(std::int32_t i);
+  // The node in its critical section, or -1.
+  std::int32_t occupant() const noexcept { return occupant_; }
+  // Messages of kind k sent so far, and critical-section entries so far.
+  std::uint64_t sent(msg_kind k) const noexcept { return r_.messages[static_cast<std::size_t>(k)]; }
+  std::uint64_t entries() const noexcept { return r_.entries; }
+
+ private:
+  using event = detail::event;
+
+  static void validate(const workload& w);
+  // Moves the clock to t; throws invariant_violation if t is in the past.
+  void advance(ps_t t);
+  void schedule(ps_t t, event::type what, msg_kind k, std::int32_t a, std::int32_t b,
+                std::uint64_t val);
+  ps_t reserve_port(std::int32_t from, ps_t busy);
+  void start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::int32_t count,
+                  std::uint32_t list, std::uint64_t val);
+  std::int32_t recipient(const detail::cast& c) const noexcept;
+  void arrive(ps_t t, const message& m);
+  void fire_cast(std::size_t lane_index, detail::cast c);
+  void fire_heap();
+  void issue(std::int32_t i);
+  void leave(std::int32_t i);
+  void verify_end() const;
+
+  network_params net_;
+  workload w_;
+  std::int32_t n_;
+  Model model_;
+
+  ps_t now_ = 0;
+  std::uint64_t tie_ = 0;
+  detail::event_heap heap_;
+  std::vector<detail::lane> lanes_;
+  std::vector<detail::cast> pending_;  // casts waiting for their first delivery
+  std::vector<std::uint32_t> free_pending_;
+  std::vector<std::vector<std::int32_t>> lists_;
+  std::vector<std::uint32_t> free_lists_;
+  std::vector<std::vector<std::int32_t>> spare_lists_;
+
+  std::vector<ps_t> tx_, rx_;            // send port / receive handler free at
+  std::vector<ps_t> issued_at_;          // outstanding request's time
+  std::vector<std::uint8_t> requesting_;
+  std::vector<std::uint64_t> budget_;    // per-node requests left (per-node mode)
+  std::vector<rng> rng_;
+  std::uint64_t total_left_ = 0;         // requests left (total mode)
+  std::uint64_t issued_ = 0;
+  std::int32_t occupant_ = -1;
+  ps_t last_exit_ = -1;
+  raw_results r_;
+};
+
+}  // namespace tally::sim
+
+#include "sim/des_impl.hpp"

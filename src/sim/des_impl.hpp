@@ -1,0 +1,317 @@
+// sim/des_impl.hpp — engine<Model> member definitions; included by des.hpp only.
+#pragma once
+
+#include <algorithm>
+#include <string>
+
+#include "tally/error.hpp"
+
+namespace tally::sim {
+
+template <class Model>
+template <class... Args>
+engine<Model>::engine(const network_params& net, workload w, Args&&... model_args)
+    : net_(net),
+      w_(std::move(w)),
+      n_(w_.nodes),
+      model_((validate(w_), w_.nodes), w_.active, std::forward<Args>(model_args)...) {
+  const auto n = static_cast<std::size_t>(n_);
+  tx_.assign(n, 0);
+  rx_.assign(n, 0);
+  issued_at_.assign(n, 0);
+  requesting_.assign(n, 0);
+  budget_.assign(n, 0);
+  rng_.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) rng_.emplace_back(w_.seed * 0x9e3779b97f4a7c15ULL + i);
+  if (w_.requests_per_node > 0)
+    for (std::int32_t i : w_.active) budget_[static_cast<std::size_t>(i)] = w_.requests_per_node;
+  total_left_ = w_.total_requests;
+  r_.entries_per_node.assign(n, 0);
+  r_.wait_sum_per_node.assign(n, 0);
+}
+
+template <class Model>
+void engine<Model>::validate(const workload& w) {
+  auto bad = [](const std::string& why) { throw error(errc::arg, "tally-sim: " + why); };
+  if (w.nodes < 2) bad("need at least 2 nodes, got " + std::to_string(w.nodes));
+  if (w.active.empty()) bad("no node requests");
+  for (std::size_t k = 0; k < w.active.size(); ++k)
+    if (w.active[k] < 0 || w.active[k] >= w.nodes || (k > 0 && w.active[k] <= w.active[k - 1]))
+      bad("active nodes must be distinct ids in [0, nodes), ascending");
+  if ((w.requests_per_node > 0) == (w.total_requests > 0))
+    bad("set exactly one of requests_per_node and total_requests");
+}
+
+template <class Model>
+void engine<Model>::advance(ps_t t) {
+  if (t < now_)
+    throw invariant_violation("tally-sim: time went backwards, from " + std::to_string(now_) +
+                              " to " + std::to_string(t) + " ps");
+  now_ = t;
+}
+
+template <class Model>
+void engine<Model>::schedule(ps_t t, event::type what, msg_kind k, std::int32_t a,
+                             std::int32_t b, std::uint64_t val) {
+  heap_.push(event{t, tie_++, what, k, a, b, val});
+}
+
+template <class Model>
+ps_t engine<Model>::reserve_port(std::int32_t from, ps_t busy) {
+  ps_t& port = tx_[static_cast<std::size_t>(from)];
+  const ps_t start = std::max(now_, port);
+  port = start + busy;
+  return start;
+}
+
+template <class Model>
+void engine<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
+                         std::uint64_t val) {
+  const ps_t start = reserve_port(from, net_.slot(bytes));
+  const auto ki = static_cast<std::size_t>(k);
+  ++r_.messages[ki];
+  r_.bytes[ki] += bytes;
+  schedule(start + net_.transit(bytes), event::type::arrive, k, from, to, val);
+}
+
+// Reserves the sender's port for `count` back-to-back messages and schedules the
+// first delivery; the cast then moves to its lane (fire_cast).
+template <class Model>
+void engine<Model>::start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes,
+                               std::int32_t count, std::uint32_t list, std::uint64_t val) {
+  const ps_t slot = net_.slot(bytes);
+  const ps_t start = reserve_port(from, slot * count);
+  const auto ki = static_cast<std::size_t>(k);
+  r_.messages[ki] += static_cast<std::uint64_t>(count);
+  r_.bytes[ki] += bytes * static_cast<std::uint64_t>(count);
+  std::uint32_t li = 0;
+  while (li < lanes_.size() && lanes_[li].slot() != slot) ++li;
+  if (li == lanes_.size()) lanes_.emplace_back(slot);
+  const detail::cast c{start + net_.transit(bytes), 0, from, 0, count, list, val, li, k};
+  std::uint32_t pi;
+  if (free_pending_.empty()) {
+    pi = static_cast<std::uint32_t>(pending_.size());
+    pending_.push_back(c);
+  } else {
+    pi = free_pending_.back();
+    free_pending_.pop_back();
+    pending_[pi] = c;
+  }
+  schedule(c.t, event::type::first_of_cast, k, from, 0, pi);
+}
+
+template <class Model>
+void engine<Model>::broadcast(std::int32_t from, msg_kind k, std::uint64_t bytes,
+                              std::uint64_t val) {
+  start_cast(from, k, bytes, n_ - 1, detail::cast::no_list, val);
+}
+
+template <class Model>
+std::vector<std::int32_t> engine<Model>::borrow_list() {
+  if (spare_lists_.empty()) return {};
+  std::vector<std::int32_t> v = std::move(spare_lists_.back());
+  spare_lists_.pop_back();
+  v.clear();
+  return v;
+}
+
+template <class Model>
+void engine<Model>::multicast(std::int32_t from, msg_kind k, std::uint64_t bytes,
+                              std::vector<std::int32_t> to, std::uint64_t val) {
+  if (to.empty()) {
+    spare_lists_.push_back(std::move(to));
+    return;
+  }
+  const auto count = static_cast<std::int32_t>(to.size());
+  std::uint32_t list;
+  if (free_lists_.empty()) {
+    list = static_cast<std::uint32_t>(lists_.size());
+    lists_.push_back(std::move(to));
+  } else {
+    list = free_lists_.back();
+    free_lists_.pop_back();
+    lists_[list] = std::move(to);
+  }
+  start_cast(from, k, bytes, count, list, val);
+}
+
+template <class Model>
+std::int32_t engine<Model>::recipient(const detail::cast& c) const noexcept {
+  if (c.list != detail::cast::no_list) return lists_[c.list][static_cast<std::size_t>(c.pos)];
+  std::int32_t r = c.from + 1 + c.pos;
+  return r >= n_ ? r - n_ : r;
+}
+
+// A message reaches m.to's receive handler; `t` is when an idle handler would be done
+// with it (arrival + o). A busy handler defers it; a sink drops it.
+template <class Model>
+void engine<Model>::arrive(ps_t t, const message& m) {
+  advance(t);
+  if (model_.sink(m.to)) return;
+  ps_t& rx = rx_[static_cast<std::size_t>(m.to)];
+  const ps_t arrival = t - net_.overhead;
+  if (rx > arrival) {
+    rx += net_.overhead;
+    schedule(rx, event::type::handle, m.kind, m.from, m.to, m.val);
+    return;
+  }
+  rx = t;
+  model_.deliver(*this, m);
+}
+
+template <class Model>
+void engine<Model>::fire_cast(std::size_t lane_index, detail::cast c) {
+  arrive(c.t, message{c.kind, c.from, recipient(c), c.val});
+  if (++c.pos < c.count) {
+    // Every other cast in this lane was last delivered at or before c.t, so its next
+    // time is <= c.t + slot: appending keeps the lane sorted.
+    c.t += lanes_[lane_index].slot();
+    c.tie = tie_++;
+    lanes_[lane_index].push_back(c);
+  } else if (c.list != detail::cast::no_list) {
+    spare_lists_.push_back(std::move(lists_[c.list]));
+    free_lists_.push_back(c.list);
+  }
+}
+
+template <class Model>
+void engine<Model>::fire_heap() {
+  const event e = heap_.pop();
+  switch (e.what) {
+    case event::type::lock:
+      advance(e.t);
+      issue(e.a);
+      return;
+    case event::type::unlock:
+      advance(e.t);
+      leave(e.a);
+      return;
+    case event::type::arrive:
+      arrive(e.t, message{e.kind, e.a, e.b, e.val});
+      return;
+    case event::type::handle:
+      advance(e.t);
+      model_.deliver(*this, message{e.kind, e.a, e.b, e.val});
+      return;
+    case event::type::first_of_cast: {
+      const auto pi = static_cast<std::uint32_t>(e.val);
+      const detail::cast c = pending_[pi];
+      free_pending_.push_back(pi);
+      fire_cast(c.lane, c);
+      return;
+    }
+  }
+}
+
+template <class Model>
+void engine<Model>::issue(std::int32_t i) {
+  const auto k = static_cast<std::size_t>(i);
+  if (w_.requests_per_node > 0) {
+    if (budget_[k] == 0) return;
+    --budget_[k];
+  } else {
+    if (total_left_ == 0) return;
+    --total_left_;
+  }
+  ++issued_;
+  requesting_[k] = 1;
+  issued_at_[k] = now_;
+  model_.lock(*this, i);
+}
+
+template <class Model>
+void engine<Model>::enter(std::int32_t i) {
+  const auto k = static_cast<std::size_t>(i);
+  if (occupant_ >= 0)
+    throw invariant_violation("tally-sim: mutual exclusion violated at t=" + std::to_string(now_) +
+                              " ps: node " + std::to_string(i) + " entered while node " +
+                              std::to_string(occupant_) + " is in its critical section");
+  if (!requesting_[k])
+    throw invariant_violation("tally-sim: node " + std::to_string(i) +
+                              " entered its critical section without a request");
+  occupant_ = i;
+  requesting_[k] = 0;
+  const ps_t wait = now_ - issued_at_[k];
+  r_.waits.push_back(wait);
+  r_.issue_times.push_back(issued_at_[k]);
+  if (last_exit_ >= 0 && issued_at_[k] < last_exit_) r_.handoffs.push_back(now_ - last_exit_);
+  ++r_.entries;
+  ++r_.entries_per_node[k];
+  r_.wait_sum_per_node[k] += wait;
+  schedule(now_ + w_.cs.sample(rng_[k]), event::type::unlock, msg_kind::request, i, 0, 0);
+}
+
+template <class Model>
+void engine<Model>::leave(std::int32_t i) {
+  if (occupant_ != i)
+    throw invariant_violation("tally-sim: node " + std::to_string(i) +
+                              " left a critical section it was not in");
+  occupant_ = -1;
+  last_exit_ = now_;
+  r_.end_time = now_;
+  model_.unlock(*this, i);
+  if (w_.think.always_zero())
+    issue(i);
+  else
+    schedule(now_ + w_.think.sample(rng_[static_cast<std::size_t>(i)]), event::type::lock,
+             msg_kind::request, i, 0, 0);
+}
+
+template <class Model>
+raw_results engine<Model>::run(const progress_fn& progress, std::uint64_t progress_every) {
+  for (std::int32_t i : w_.active)
+    schedule(w_.think.sample(rng_[static_cast<std::size_t>(i)]), event::type::lock,
+             msg_kind::request, i, 0, 0);
+  constexpr std::size_t lookahead = 8;  // prefetch for the delivery this many casts ahead
+  std::uint64_t next_report = progress_every;
+  for (;;) {
+    // The earliest event: the heap's top or one of the (few) lane fronts.
+    std::size_t best = lanes_.size();
+    for (std::size_t l = 0; l < lanes_.size(); ++l) {
+      if (lanes_[l].empty()) continue;
+      const detail::cast& f = lanes_[l].front();
+      if (best == lanes_.size() ||
+          detail::before(f.t, f.tie, lanes_[best].front().t, lanes_[best].front().tie))
+        best = l;
+    }
+    const bool from_lane =
+        best < lanes_.size() &&
+        (heap_.empty() || detail::before(lanes_[best].front().t, lanes_[best].front().tie,
+                                         heap_.top().t, heap_.top().tie));
+    if (from_lane) {
+      detail::lane& ln = lanes_[best];
+      if (ln.size() > 1) {
+        const detail::cast& ahead = ln[std::min(lookahead, ln.size() - 1)];
+        model_.prefetch(recipient(ahead), ahead.from);
+      }
+      fire_cast(best, ln.pop_front());
+    } else if (!heap_.empty()) {
+      fire_heap();
+    } else {
+      break;
+    }
+    if (++r_.events == next_report) {
+      next_report += progress_every;
+      if (progress) progress(r_.entries, r_.events);
+    }
+  }
+  verify_end();
+  model_.finish(*this);
+  return std::move(r_);
+}
+
+template <class Model>
+void engine<Model>::verify_end() const {
+  if (occupant_ >= 0)
+    throw invariant_violation("tally-sim: run ended with node " + std::to_string(occupant_) +
+                              " in its critical section");
+  if (r_.entries != issued_)
+    throw invariant_violation("tally-sim: " + std::to_string(issued_) + " requests but " +
+                              std::to_string(r_.entries) + " critical-section entries");
+  for (std::size_t k = 0; k < requesting_.size(); ++k)
+    if (requesting_[k])
+      throw invariant_violation("tally-sim: node " + std::to_string(k) +
+                                " was never served (the run went quiet)");
+}
+
+}  // namespace tally::sim

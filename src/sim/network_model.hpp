@@ -1,0 +1,50 @@
+// sim/network_model.hpp — the LogGP-style cost model of tally-sim's network.
+//
+// Time is integer picoseconds. A node has one send port and one receive handler,
+// both FIFO. A message of b bytes that node i sends at time t (docs/simulator.md):
+//   s     = max(t, tx_i)                 injection starts when i's port is free
+//   tx_i  = s + slot(b)                  slot(b) = max(g, o + b*G)
+//   a     = s + o + b*G + L (+ R)        arrival at the receiver j; R only if b > E
+//   h     = max(a, rx_j) + o,  rx_j = h  j handles messages one at a time, o each
+// The protocol sees the message at h. A broadcast to k nodes is k back-to-back
+// sends: recipient p (0-based) starts at s + p*slot(b). E and R model MPI's switch
+// from eager to rendezvous protocol: a message over E bytes waits for a handshake.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace tally::sim {
+
+using ps_t = std::int64_t;  // simulated time or duration, picoseconds
+
+struct network_params {
+  ps_t latency = 0;         // L: wire time, sender port to receiver
+  ps_t overhead = 0;        // o: CPU time per message, paid by sender and by receiver
+  ps_t gap = 0;             // g: minimum time between two injections at one node
+  double byte_time = 0.0;   // G: picoseconds per payload byte (1/bandwidth)
+  std::uint64_t eager_limit = UINT64_MAX;  // E: largest message sent eagerly, bytes
+  ps_t rendezvous = 0;      // R: extra latency of a message over E bytes
+
+  // Injection time of the payload, rounded to the picosecond.
+  ps_t wire(std::uint64_t bytes) const noexcept {
+    return static_cast<ps_t>(std::llround(static_cast<double>(bytes) * byte_time));
+  }
+  // How long one message of `bytes` keeps the sender's port busy.
+  ps_t slot(std::uint64_t bytes) const noexcept { return std::max(gap, overhead + wire(bytes)); }
+  // Injection start to handling at an idle receiver: o + b*G + L (+ R) + o.
+  ps_t transit(std::uint64_t bytes) const noexcept {
+    return 2 * overhead + wire(bytes) + latency + (bytes > eager_limit ? rendezvous : 0);
+  }
+};
+
+// Wire sizes, matching the MPI runtime (src/mpi/wire.hpp): a REQUEST is one 64-bit
+// sequence number; the token is LN[n] (64-bit) + queue length (32-bit) + Q[n] (32-bit).
+// Baseline messages that carry no data (grant, release, reply) are 0 bytes.
+constexpr std::uint64_t request_bytes = 8;
+constexpr std::uint64_t token_bytes(std::int64_t n) noexcept {
+  return 12 * static_cast<std::uint64_t>(n) + 4;
+}
+
+}  // namespace tally::sim

@@ -1,0 +1,90 @@
+// sim/run.hpp — `tally-sim run`: configuration, one simulation, its report.
+//
+// simulate() runs one workload under one algorithm and summarizes it; run_command()
+// is the command line around it. Metric definitions are in docs/simulator.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <iosfwd>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/des.hpp"
+
+namespace tally::sim {
+
+enum class algorithm : std::uint8_t { suzuki_kasami, ricart_agrawala, central };
+const char* to_string(algorithm a) noexcept;
+
+// Network presets calibrated on the development machine (docs/simulator.md).
+struct network_preset {
+  const char* name;
+  network_params params;
+};
+const std::vector<network_preset>& network_presets();
+
+struct run_config {
+  algorithm algo = algorithm::suzuki_kasami;
+  std::string network_name = "shm";  // preset the parameters started from
+  network_params net{};
+  workload load{};
+};
+
+// The report. Everything here is a function of the configuration alone.
+struct summary {
+  std::uint64_t entries = 0;
+  std::uint64_t local_entries = 0;  // entries that cost no message
+  ps_t end_time = 0;                // last CS exit
+  double cs_per_second = 0;         // entries / end_time
+  std::array<std::uint64_t, msg_kinds> messages{};
+  std::array<std::uint64_t, msg_kinds> bytes{};
+  std::uint64_t total_messages = 0;
+  std::uint64_t total_bytes = 0;
+  double wait_mean = 0;  // request -> entry, picoseconds
+  ps_t wait_p50 = 0, wait_p99 = 0, wait_max = 0;
+  std::uint64_t handoffs = 0;  // exit -> next entry, entrant already waiting
+  double handoff_mean = 0;
+  ps_t handoff_p50 = 0, handoff_p99 = 0;
+  std::uint64_t max_bypass = 0;
+  double jain_entries = 1;  // over active nodes' CS entries
+  double jain_wait = 1;     // over active nodes' mean wait (nodes with an entry)
+  std::uint64_t events = 0;
+};
+
+// Nearest-rank percentile (p in (0, 100]) of v; 0 for an empty v. Reorders v.
+ps_t percentile(std::vector<ps_t>& v, double p);
+// Largest number of entries that overtook one request: for entry r, the entries
+// before r whose request was issued strictly after r's.
+std::uint64_t max_bypass(const std::vector<ps_t>& issue_times_in_entry_order);
+// Jain's index (sum x)^2 / (k * sum x^2); 1 when all x are 0.
+double jain(const std::vector<double>& x);
+
+summary summarize(raw_results r, const workload& w);
+
+// Runs one simulation. Throws invariant_violation if a simulator check fails.
+summary simulate(const run_config& cfg, const progress_fn& progress = {},
+                 std::uint64_t progress_every = 1u << 20);
+
+std::string report_json(const run_config& cfg, const summary& s);
+std::string report_table(const run_config& cfg, const summary& s);
+
+// A duration as the command line writes it: "0", "250ns", "1.5us", "2ms".
+std::string duration_text(ps_t ps);
+
+// `tally-sim run ARGS...`: args are the words after "run". Exit status: 0 done, 1 a
+// simulator check failed, 2 usage error (message on err). The report goes to out;
+// wall-clock figures and the progress bar go to err, so out depends only on args.
+// The progress bar is drawn when err_is_tty, unless --progress/--no-progress say.
+int run_command(std::span<const std::string_view> args, std::ostream& out, std::ostream& err,
+                bool err_is_tty);
+
+namespace run {
+// The subcommand table's entry point: run_command, with err_is_tty true iff err is
+// std::cerr and standard error is a terminal.
+int main(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
+}  // namespace run
+
+}  // namespace tally::sim

@@ -1,0 +1,412 @@
+// Tests of tally-sim's discrete-event engine, its three models and `tally-sim run`:
+// exact message accounting per algorithm, exact latencies from the network model,
+// the simulator's own safety checks (they must fire on a broken model), the
+// summary statistics, determinism per seed, and usage errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/algorithms/central.hpp"
+#include "sim/algorithms/ricart_agrawala.hpp"
+#include "sim/algorithms/suzuki_kasami.hpp"
+#include "sim/des.hpp"
+#include "sim/run.hpp"
+#include "tally/error.hpp"
+
+namespace {
+
+using namespace tally::sim;
+
+constexpr ps_t ns = 1000;
+
+network_params net_a() {  // round numbers, every term distinct
+  network_params p;
+  p.latency = 500 * ns;
+  p.overhead = 100 * ns;
+  p.gap = 150 * ns;
+  p.byte_time = 10;  // 10 ps per byte
+  return p;
+}
+
+std::vector<std::int32_t> all(std::int32_t n) {
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+workload per_node(std::int32_t n, std::uint64_t r, duration_dist cs = {}, duration_dist think = {},
+                  std::uint64_t seed = 1) {
+  workload w;
+  w.nodes = n;
+  w.active = all(n);
+  w.requests_per_node = r;
+  w.cs = cs;
+  w.think = think;
+  w.seed = seed;
+  return w;
+}
+
+duration_dist fixed(ps_t t) { return {duration_dist::shape::fixed, t, 0}; }
+duration_dist expo(ps_t mean) { return {duration_dist::shape::exponential, mean, 0}; }
+
+std::uint64_t msgs(const raw_results& r, msg_kind k) { return r.messages[static_cast<std::size_t>(k)]; }
+
+// --- the simulator's own checks must fire -----------------------------------------
+
+// Lets every requester in at once: the engine must see two nodes in their CS.
+struct everyone_enters {
+  everyone_enters(std::int32_t, const std::vector<std::int32_t>&) {}
+  bool sink(std::int32_t) const noexcept { return false; }
+  void prefetch(std::int32_t, std::int32_t) const noexcept {}
+  template <class E> void lock(E& e, std::int32_t i) { e.enter(i); }
+  template <class E> void unlock(E&, std::int32_t) {}
+  template <class E> void deliver(E&, const message&) {}
+  template <class E> void finish(const E&) const {}
+};
+
+// Sends its request into the void: the run goes quiet with requests unserved.
+struct never_grants {
+  never_grants(std::int32_t, const std::vector<std::int32_t>&) {}
+  bool sink(std::int32_t) const noexcept { return false; }
+  void prefetch(std::int32_t, std::int32_t) const noexcept {}
+  template <class E> void lock(E& e, std::int32_t i) { e.broadcast(i, msg_kind::request, 8, 0); }
+  template <class E> void unlock(E&, std::int32_t) {}
+  template <class E> void deliver(E&, const message&) {}
+  template <class E> void finish(const E&) const {}
+};
+
+TEST(Engine, CatchesTwoNodesInTheCriticalSection) {
+  engine<everyone_enters> e(net_a(), per_node(3, 1, fixed(ns)));
+  try {
+    e.run();
+    FAIL() << "no violation reported";
+  } catch (const invariant_violation& v) {
+    EXPECT_NE(std::string(v.what()).find("mutual exclusion violated"), std::string::npos) << v.what();
+  }
+}
+
+TEST(Engine, CatchesARunThatGoesQuiet) {
+  engine<never_grants> e(net_a(), per_node(4, 1));
+  EXPECT_THROW(e.run(), invariant_violation);
+}
+
+TEST(Engine, RejectsInconsistentWorkloads) {
+  workload w = per_node(4, 1);
+  w.nodes = 1;
+  w.active = {0};
+  EXPECT_THROW(engine<central>(net_a(), w), tally::error);
+  w = per_node(4, 1);
+  w.active = {2, 1};
+  EXPECT_THROW(engine<central>(net_a(), w), tally::error);
+  w = per_node(4, 1);
+  w.active = {0, 4};
+  EXPECT_THROW(engine<central>(net_a(), w), tally::error);
+  w = per_node(4, 1);
+  w.total_requests = 5;  // both budgets
+  EXPECT_THROW(engine<central>(net_a(), w), tally::error);
+}
+
+// --- every request served once; exact messages per algorithm ---------------------
+
+struct workload_case {
+  const char* name;
+  duration_dist cs, think;
+};
+const workload_case workloads[] = {
+    {"saturated", fixed(2 * ns), fixed(0)},
+    {"exp", expo(3 * ns), expo(20 * ns)},
+    {"sparse", fixed(ns), expo(400 * ns)},
+};
+const std::int32_t sizes[] = {2, 3, 7, 64};
+
+template <class Model>
+raw_results run_case(std::int32_t n, const workload_case& c, std::uint64_t seed,
+                     std::uint64_t& local) {
+  engine<Model> e(net_a(), per_node(n, 25, c.cs, c.think, seed));
+  raw_results r = e.run();
+  EXPECT_EQ(r.entries, 25u * static_cast<std::uint64_t>(n));
+  for (std::uint64_t k : r.entries_per_node) EXPECT_EQ(k, 25u);
+  EXPECT_EQ(r.waits.size(), r.entries);
+  if constexpr (std::is_same_v<Model, suzuki_kasami>) local = e.model().local_entries();
+  return r;
+}
+
+TEST(SuzukiKasami, NMinusOneRequestsAndOneTokenPerRemoteEntry) {
+  for (std::int32_t n : sizes)
+    for (const auto& c : workloads)
+      for (std::uint64_t seed : {1u, 2u}) {
+        SCOPED_TRACE(std::string(c.name) + " n=" + std::to_string(n));
+        std::uint64_t local = 0;
+        const raw_results r = run_case<suzuki_kasami>(n, c, seed, local);
+        const std::uint64_t remote = r.entries - local;
+        const auto un = static_cast<std::uint64_t>(n);
+        EXPECT_EQ(msgs(r, msg_kind::request), (un - 1) * remote);
+        EXPECT_EQ(msgs(r, msg_kind::token), remote);
+        EXPECT_LE(msgs(r, msg_kind::request) + msgs(r, msg_kind::token), un * r.entries);
+        EXPECT_EQ(r.bytes[static_cast<std::size_t>(msg_kind::token)], remote * token_bytes(n));
+      }
+}
+
+TEST(SuzukiKasami, SaturationMakesEveryEntryRemote) {
+  // 64 ranks, each back in line the moment it leaves, with a CS (5 us) long enough
+  // for REQUESTs to reach the holder: it always knows of a waiter when it exits, so
+  // every entry but node 0's first (with the token it starts with) costs n messages.
+  engine<suzuki_kasami> e(net_a(), per_node(64, 25, fixed(5000 * ns)));
+  const raw_results r = e.run();
+  EXPECT_EQ(e.model().local_entries(), 1u);
+  EXPECT_EQ(msgs(r, msg_kind::request) + msgs(r, msg_kind::token), 64u * (r.entries - 1));
+}
+
+TEST(RicartAgrawala, ExactlyTwoNMinusOnePerEntry) {
+  for (std::int32_t n : sizes)
+    for (const auto& c : workloads) {
+      SCOPED_TRACE(std::string(c.name) + " n=" + std::to_string(n));
+      std::uint64_t unused = 0;
+      const raw_results r = run_case<ricart_agrawala>(n, c, 3, unused);
+      const auto others = static_cast<std::uint64_t>(n - 1);
+      EXPECT_EQ(msgs(r, msg_kind::request), others * r.entries);
+      EXPECT_EQ(msgs(r, msg_kind::reply), others * r.entries);
+    }
+}
+
+TEST(Central, ThreePerEntryOfANodeOtherThanTheServer) {
+  for (std::int32_t n : sizes)
+    for (const auto& c : workloads) {
+      SCOPED_TRACE(std::string(c.name) + " n=" + std::to_string(n));
+      std::uint64_t unused = 0;
+      const raw_results r = run_case<central>(n, c, 4, unused);
+      const std::uint64_t remote = r.entries - r.entries_per_node[0];
+      EXPECT_EQ(msgs(r, msg_kind::request), remote);
+      EXPECT_EQ(msgs(r, msg_kind::grant), remote);
+      EXPECT_EQ(msgs(r, msg_kind::release), remote);
+    }
+}
+
+TEST(SuzukiKasami, RanksThatNeverRequestAreCountedNotInstantiated) {
+  workload w = per_node(50, 10, fixed(ns));
+  w.active = {3, 17, 40};
+  engine<suzuki_kasami> e(net_a(), w);
+  const raw_results r = e.run();
+  EXPECT_EQ(e.model().nodes().size(), 4u);  // the three, and node 0 with the token
+  EXPECT_EQ(r.entries, 30u);
+  EXPECT_EQ(r.entries_per_node[0], 0u);
+  const std::uint64_t tokens = msgs(r, msg_kind::token);
+  EXPECT_GE(tokens, 3u);  // each of the three takes the token from elsewhere at least once
+  EXPECT_EQ(e.model().local_entries() + tokens, 30u);
+  EXPECT_EQ(msgs(r, msg_kind::request), 49u * tokens);  // REQUESTs to all 49 others
+}
+
+// --- the network model, to the picosecond ------------------------------------------
+
+TEST(NetworkModel, OneSuzukiKasamiRequestCrossesTheRotatingBroadcast) {
+  // Node k asks alone; node 0 holds the token idle. The broadcast goes k+1, k+2, ...
+  // so node 0 is recipient p = n-1-k; it hands the token back at once.
+  const network_params p = net_a();
+  for (std::int32_t k : {1, 5, 9}) {
+    workload w = per_node(10, 1);
+    w.active = {k};
+    engine<suzuki_kasami> e(p, w);
+    const raw_results r = e.run();
+    const ps_t slot = std::max(p.gap, p.overhead + p.wire(request_bytes));
+    const ps_t expect = (10 - 1 - k) * slot + p.transit(request_bytes) + p.transit(token_bytes(10));
+    ASSERT_EQ(r.waits.size(), 1u);
+    EXPECT_EQ(r.waits[0], expect) << "k=" << k;
+  }
+}
+
+TEST(NetworkModel, RicartAgrawalaWaitsForTheLastReply) {
+  // One requester: recipient p gets the REQUEST at p*slot + transit(8) and replies at
+  // once; the replies come back one slot apart, the last from p = n-2.
+  const network_params p = net_a();
+  workload w = per_node(8, 1);
+  w.active = {0};
+  engine<ricart_agrawala> e(p, w);
+  const raw_results r = e.run();
+  ASSERT_EQ(r.waits.size(), 1u);
+  EXPECT_EQ(r.waits[0], p.transit(8) + p.transit(0) + 6 * p.slot(8));
+}
+
+// Every node but 0 sends one message to node 0 at t = 0; node 0 records when it
+// handles each, and grants the sender (so the engine sees every request served).
+struct fan_in {
+  std::vector<ps_t> handled;
+  fan_in(std::int32_t, const std::vector<std::int32_t>&) {}
+  bool sink(std::int32_t) const noexcept { return false; }
+  void prefetch(std::int32_t, std::int32_t) const noexcept {}
+  template <class E> void lock(E& e, std::int32_t i) { e.send(i, 0, msg_kind::request, 0); }
+  template <class E> void unlock(E&, std::int32_t) {}
+  template <class E> void deliver(E& e, const message& m) {
+    if (m.kind == msg_kind::grant) return e.enter(m.to);
+    handled.push_back(e.now());
+    e.send(0, m.from, msg_kind::grant, 0);
+  }
+  template <class E> void finish(const E&) const {}
+};
+
+TEST(NetworkModel, AReceiverHandlesOneMessageAtATime) {
+  const network_params p = net_a();
+  workload w = per_node(6, 1);
+  w.active = {1, 2, 3, 4, 5};
+  engine<fan_in> e(p, w);
+  e.run();
+  // All five arrive together; each costs the receiver o, in the order sent.
+  const std::vector<ps_t>& h = e.model().handled;
+  ASSERT_EQ(h.size(), 5u);
+  for (std::size_t k = 0; k < h.size(); ++k)
+    EXPECT_EQ(h[k], p.transit(0) + static_cast<ps_t>(k) * p.overhead) << k;
+}
+
+TEST(NetworkModel, SaturatedHandoffIsOneOrTwoMessageTimes) {
+  // CS of 5 us: every waiter's request has reached whoever must know of it, so a
+  // handoff is the token (SK), the exiting node's REPLY (RA, sent to the next in
+  // priority first), or RELEASE then GRANT (central, clients only).
+  const network_params p = net_a();
+  auto handoff = [&](algorithm a, std::int32_t n, std::int32_t first) {
+    run_config c;
+    c.algo = a;
+    c.net = p;
+    c.load = per_node(n, 20, fixed(5000 * ns));
+    c.load.active.erase(c.load.active.begin(), c.load.active.begin() + first);
+    const summary s = simulate(c);
+    EXPECT_EQ(s.handoff_p50, s.handoff_p99) << to_string(a) << " n=" << n;
+    return s.handoff_p50;
+  };
+  for (std::int32_t n : {3, 5, 33}) {
+    EXPECT_EQ(handoff(algorithm::suzuki_kasami, n, 0), p.transit(token_bytes(n))) << n;
+    EXPECT_EQ(handoff(algorithm::ricart_agrawala, n, 0), p.transit(0)) << n;
+    EXPECT_EQ(handoff(algorithm::central, n, 1), 2 * p.transit(0)) << n;
+  }
+}
+
+TEST(NetworkModel, RendezvousAboveTheEagerLimit) {
+  network_params p = net_a();
+  p.eager_limit = 100;
+  p.rendezvous = 2000 * ns;
+  EXPECT_EQ(p.transit(100), net_a().transit(100));
+  EXPECT_EQ(p.transit(101), net_a().transit(101) + 2000 * ns);
+  EXPECT_EQ(p.slot(101), net_a().slot(101));  // the sender's port is not held
+}
+
+// --- summary statistics -------------------------------------------------------------
+
+TEST(Summary, NearestRankPercentile) {
+  std::vector<ps_t> v{50, 10, 40, 20, 30};
+  EXPECT_EQ(percentile(v, 50), 30);
+  EXPECT_EQ(percentile(v, 99), 50);
+  EXPECT_EQ(percentile(v, 20), 10);
+  EXPECT_EQ(percentile(v, 21), 20);
+  std::vector<ps_t> none;
+  EXPECT_EQ(percentile(none, 50), 0);
+}
+
+TEST(Summary, BypassCountsLaterRequestsServedFirst) {
+  // Issue times in entry order. Entry 3 (issued at 1) was overtaken by the three
+  // entries issued at 2, 3 and 4; equal issue times do not overtake.
+  EXPECT_EQ(max_bypass({2, 3, 4, 1}), 3u);
+  EXPECT_EQ(max_bypass({1, 2, 3, 4}), 0u);
+  EXPECT_EQ(max_bypass({5, 5, 5}), 0u);
+  EXPECT_EQ(max_bypass({4, 1, 3, 2}), 2u);
+  EXPECT_EQ(max_bypass({}), 0u);
+}
+
+TEST(Summary, JainIndex) {
+  EXPECT_DOUBLE_EQ(jain({3, 3, 3}), 1.0);
+  EXPECT_DOUBLE_EQ(jain({1, 0, 0, 0}), 0.25);
+  EXPECT_DOUBLE_EQ(jain({1, 2}), 9.0 / 10.0);
+  EXPECT_DOUBLE_EQ(jain({0, 0}), 1.0);
+}
+
+TEST(Summary, RicartAgrawalaServesInTimestampOrderSuzukiKasamiMayNot) {
+  // The holder appends fresh requests in id order, so a low id asking later can
+  // overtake a high id that asked earlier; Lamport timestamps forbid most of that.
+  run_config c;
+  c.net = net_a();
+  c.load = per_node(16, 30, fixed(3 * 1000 * ns), expo(20 * 1000 * ns), 7);
+  c.algo = algorithm::suzuki_kasami;
+  const summary sk = simulate(c);
+  EXPECT_GT(sk.max_bypass, 0u);
+  EXPECT_LT(sk.max_bypass, 2u * 16u);  // FIFO after insertion: bounded by about 2n
+}
+
+// --- the command line ------------------------------------------------------------------
+
+int run_args(std::vector<std::string_view> args, std::string& out, std::string& err) {
+  std::ostringstream o, e;
+  const int rc = run_command(args, o, e, false);
+  out = o.str();
+  err = e.str();
+  return rc;
+}
+
+TEST(RunCommand, SameArgumentsGiveTheSameBytes) {
+  for (const char* algo : {"suzuki-kasami", "ricart-agrawala", "central"}) {
+    std::vector<std::string_view> args{"--nodes", "64", "--algorithm", algo, "--requests-per-node", "20",
+                                       "--cs-time", "exp:1us", "--think-time", "exp:5us",
+                                       "--seed", "42", "--json"};
+    std::string a, b, err;
+    ASSERT_EQ(run_args(args, a, err), 0) << err;
+    ASSERT_EQ(run_args(args, b, err), 0) << err;
+    EXPECT_EQ(a, b) << algo;
+    EXPECT_NE(a.find("\"entries\": 1280,"), std::string::npos) << a;
+    args[11] = "43";
+    std::string c;
+    ASSERT_EQ(run_args(args, c, err), 0) << err;
+    EXPECT_NE(a, c) << algo << ": the seed changed nothing";
+  }
+}
+
+TEST(RunCommand, WallClockFiguresGoToStandardError) {
+  std::string out, err;
+  ASSERT_EQ(run_args({"--nodes", "4", "--requests-per-node", "3", "--no-progress"}, out, err), 0);
+  EXPECT_NE(out.find("throughput"), std::string::npos) << out;
+  EXPECT_EQ(out.find("wall"), std::string::npos) << out;
+  EXPECT_NE(err.find("events/s"), std::string::npos) << err;
+}
+
+TEST(RunCommand, UsageErrorsExitTwoAndSayWhy) {
+  const std::vector<std::pair<std::vector<std::string_view>, const char*>> cases{
+      {{}, "--nodes is required"},
+      {{"--nodes", "1"}, "--nodes: expected an integer in [2, 16777216], got '1'"},
+      {{"--nodes", "12x"}, "--nodes: expected an integer"},
+      {{"--nodes"}, "--nodes: missing value"},
+      {{"--nodes", "8", "--algorithm", "paxos"}, "--algorithm: expected suzuki-kasami"},
+      {{"--nodes", "8", "--cs-time", "5"}, "--cs-time: expected a duration"},
+      {{"--nodes", "8", "--cs-time", "-1us"}, "--cs-time: expected a duration"},
+      {{"--nodes", "8", "--think-time", "uniform:2us:1us"}, "needs LO <= HI"},
+      {{"--nodes", "8", "--think-time", "exp:"}, "--think-time: expected a duration"},
+      {{"--nodes", "8", "--active", "9"}, "--active: 9 exceeds --nodes 8"},
+      {{"--nodes", "8", "--network", "infiniband"}, "--network: expected shm"},
+      {{"--nodes", "8", "--requests-per-node", "2", "--total-requests", "9"}, "exclude each other"},
+      {{"--nodes", "8", "--json=yes"}, "--json: takes no value"},
+      {{"--nodes", "8", "--frobnicate"}, "unknown option '--frobnicate'"},
+  };
+  for (const auto& [args, text] : cases) {
+    std::string out, err;
+    EXPECT_EQ(run_args(args, out, err), 2) << text;
+    EXPECT_NE(err.find(text), std::string::npos) << err;
+    EXPECT_TRUE(out.empty()) << out;
+  }
+}
+
+TEST(RunCommand, HelpExitsZero) {
+  std::string out, err;
+  EXPECT_EQ(run_args({"--help"}, out, err), 0);
+  EXPECT_NE(out.find("usage: tally-sim run --nodes N"), std::string::npos);
+}
+
+TEST(RunCommand, DurationsRoundTrip) {
+  EXPECT_EQ(duration_text(0), "0");
+  EXPECT_EQ(duration_text(500), "0.5ns");
+  EXPECT_EQ(duration_text(250'000), "250ns");
+  EXPECT_EQ(duration_text(1'500'000), "1.5us");
+  EXPECT_EQ(duration_text(2'000'000'000), "2ms");
+  EXPECT_EQ(duration_text(3'000'000'000'001), "3.000000000001s");
+}
+
+}  // namespace

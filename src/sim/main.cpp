@@ -5,6 +5,7 @@
 
 #include "sim/cli.hpp"
 #include "sim/replay.hpp"
+#include "sim/run.hpp"
 
 namespace {
 
@@ -12,6 +13,9 @@ constexpr tally::sim::cli::subcommand commands[] = {
     {"replay", "replay FILE",
      "run a scripted trace on the protocol core, checking every invariant after every step",
      &tally::sim::replay::main},
+    {"run", "run --nodes N [options]",
+     "simulate N ranks under suzuki-kasami, ricart-agrawala or central over a LogGP network",
+     &tally::sim::run::main},
 };
 
 }  // namespace

@@ -1,0 +1,183 @@
+#include "harness.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+namespace bench {
+namespace {
+
+world_info g_world;
+floor_value g_floor;
+
+// Nearest-rank percentile of sorted values; NaN if empty.
+double percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return NAN;
+  const auto n = static_cast<double>(sorted.size());
+  const auto k = static_cast<std::size_t>(std::max(1.0, std::ceil(q * n)));
+  return sorted[std::min(k, sorted.size()) - 1];
+}
+
+}  // namespace
+
+const world_info& world() noexcept { return g_world; }
+
+void init_world() {
+  // The harness's communicator keeps MPI_ERRORS_ARE_FATAL: a failure of the
+  // harness itself aborts the job, so its calls need no return-code checks.
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_world.comm);
+  MPI_Comm_rank(g_world.comm, &g_world.rank);
+  MPI_Comm_size(g_world.comm, &g_world.size);
+  MPI_Comm node;
+  MPI_Comm_split_type(g_world.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int node_rank = 0;
+  MPI_Comm_rank(node, &node_rank);
+  MPI_Comm_free(&node);
+  const int leader = node_rank == 0 ? 1 : 0;
+  MPI_Allreduce(&leader, &g_world.nodes, 1, MPI_INT, MPI_SUM, g_world.comm);
+  traffic::exclude(g_world.comm);
+}
+
+void finalize_world() noexcept {
+  if (g_world.comm != MPI_COMM_NULL) MPI_Comm_free(&g_world.comm);
+}
+
+void spin_for(ns_t ns) noexcept {
+  if (ns <= 0) return;
+  const ns_t until = now_ns() + ns;
+  while (now_ns() < until) {
+  }
+}
+
+void send_signal(int to, int tag) { MPI_Send(nullptr, 0, MPI_BYTE, to, tag, world().comm); }
+
+std::int64_t batch_iterations(const benchmark::State& state, std::int64_t unit, std::int64_t cap) {
+  const auto want = static_cast<std::int64_t>(state.max_iterations);
+  const std::int64_t rounded = (want + unit - 1) / unit * unit;
+  return std::clamp(rounded, unit, std::max(unit, cap / unit * unit));
+}
+
+floor_value& measured_floor() noexcept { return g_floor; }
+
+void measurement::begin() noexcept {
+  before_ = traffic::snapshot();
+  traffic::reset_max();
+  // No rank may start (and make another rank answer) before every rank has taken
+  // its snapshot. Nothing is in flight here, so this barrier needs no polling.
+  MPI_Barrier(world().comm);
+}
+
+void measurement::end() noexcept { after_ = traffic::snapshot(); }
+
+double measurement::mean_ns(const benchmark::State& state) const noexcept {
+  const auto it = static_cast<double>(state.iterations());
+  return it > 0 ? static_cast<double>(time_ns_) / it : NAN;
+}
+
+std::vector<double> measurement::gather_samples(std::int64_t per_rank_batch) const {
+  const world_info& w = world();
+  const bool stamps = per_rank_batch > 0;
+  const int mine = static_cast<int>(stamps ? stamps_.size() : samples_.size());
+  std::vector<int> counts(static_cast<std::size_t>(w.size)), displs(counts.size());
+  MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, w.comm);
+  int total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  std::vector<double> out;
+  if (!stamps) {
+    if (w.rank == 0) out.resize(static_cast<std::size_t>(total));
+    MPI_Gatherv(samples_.data(), mine, MPI_DOUBLE, out.data(), counts.data(), displs.data(),
+                MPI_DOUBLE, 0, w.comm);
+    return out;
+  }
+  std::vector<ns_t> all(w.rank == 0 ? static_cast<std::size_t>(total) : 0);
+  MPI_Gatherv(stamps_.data(), mine, MPI_INT64_T, all.data(), counts.data(), displs.data(),
+              MPI_INT64_T, 0, w.comm);
+  if (w.rank != 0) return out;
+
+  // Every rank took the same batches of per_rank_batch entries; batch b of rank r
+  // is all[displs[r] + b * per_rank_batch, ... + per_rank_batch).
+  const auto e = static_cast<std::size_t>(per_rank_batch);
+  const std::size_t batches = counts[0] / e;
+  std::vector<ns_t> batch;
+  for (std::size_t b = 0; b < batches; ++b) {
+    if (w.nodes == 1) {
+      // One steady clock for all ranks: merge the batch's entries of every rank
+      // and take the gaps between consecutive entries anywhere.
+      batch.clear();
+      for (std::size_t r = 0; r < counts.size(); ++r) {
+        const auto first = all.begin() + displs[r] + static_cast<std::ptrdiff_t>(b * e);
+        batch.insert(batch.end(), first, first + static_cast<std::ptrdiff_t>(e));
+      }
+      std::sort(batch.begin(), batch.end());
+      for (std::size_t k = 1; k < batch.size(); ++k)
+        out.push_back(static_cast<double>(batch[k] - batch[k - 1]));
+    } else {
+      // Clocks of different nodes are not comparable: a rank's own entry-to-entry
+      // interval spans one entry of every rank under fair contention; divide by n.
+      for (std::size_t r = 0; r < counts.size(); ++r) {
+        const auto first = static_cast<std::size_t>(displs[r]) + b * e;
+        for (std::size_t k = 1; k < e; ++k)
+          out.push_back(static_cast<double>(all[first + k] - all[first + k - 1]) / w.size);
+      }
+    }
+  }
+  return out;
+}
+
+void measurement::publish(benchmark::State& state, compare_to ref, std::int64_t per_rank_batch) {
+  const world_info& w = world();
+  const traffic::counts d = after_ - before_;
+  const std::uint64_t local[] = {entries_,
+                                 d.messages(),
+                                 d.bytes(),
+                                 d.p2p,
+                                 d.rma,
+                                 d.rma_fetch,
+                                 d.rma_sync,
+                                 static_cast<std::uint64_t>(acquire_ns_),
+                                 acquires_,
+                                 static_cast<std::uint64_t>(release_ns_),
+                                 releases_};
+  constexpr int k = sizeof local / sizeof local[0];
+  std::uint64_t sum[k];
+  MPI_Allreduce(local, sum, k, MPI_UINT64_T, MPI_SUM, w.comm);
+  std::uint64_t max_msg = traffic::max_p2p_bytes(), max_msg_all = 0;
+  MPI_Allreduce(&max_msg, &max_msg_all, 1, MPI_UINT64_T, MPI_MAX, w.comm);
+  std::vector<double> samples = gather_samples(per_rank_batch);
+  if (w.rank != 0) return;  // only rank 0 reports
+
+  auto& c = state.counters;
+  const auto entries = static_cast<double>(sum[0]);
+  auto per_entry = [&](std::uint64_t v) { return entries > 0 ? static_cast<double>(v) / entries : NAN; };
+  c["ranks"] = w.size;
+  c["entries"] = entries;
+  c["msgs_per_entry"] = per_entry(sum[1]);
+  c["bytes_per_entry"] = per_entry(sum[2]);
+  c["p2p_per_entry"] = per_entry(sum[3]);
+  c["rma_per_entry"] = per_entry(sum[4]);
+  c["rma_fetch_per_entry"] = per_entry(sum[5]);
+  c["rma_sync_per_entry"] = per_entry(sum[6]);
+  c["max_msg_bytes"] = static_cast<double>(max_msg_all);
+  if (sum[8] > 0) c["acquire_ns"] = static_cast<double>(sum[7]) / static_cast<double>(sum[8]);
+  if (sum[10] > 0) c["release_ns"] = static_cast<double>(sum[9]) / static_cast<double>(sum[10]);
+
+  const double mean = mean_ns(state);
+  std::sort(samples.begin(), samples.end());
+  c["mean_ns"] = mean;
+  c["p50_ns"] = percentile(samples, 0.50);
+  c["p99_ns"] = percentile(samples, 0.99);
+  c["samples"] = static_cast<double>(samples.size());
+  if (per_rank_batch > 0) c["clock_global"] = w.nodes == 1 ? 1 : 0;
+
+  const floor_value& f = measured_floor();
+  if (ref != compare_to::nothing && f.ranks == w.size && std::isfinite(f.one_way_ns)) {
+    const double base = ref == compare_to::one_way ? f.one_way_ns : 2 * f.one_way_ns;
+    c["floor_ns"] = base;
+    c["ratio_floor"] = mean / base;
+  }
+}
+
+}  // namespace bench

@@ -1,0 +1,147 @@
+// bench/harness.hpp — what every benchmark needs to run the same way on every rank.
+//
+// Google Benchmark decides how many iterations to run from the time it is told.
+// Here that time is always the same on every rank: benchmarks use manual time,
+// and the value passed to SetIterationTime() comes from an MPI_Allreduce over
+// integer nanoseconds (exact, hence bit-identical everywhere). So every rank runs
+// the same iteration counts, the same batches and the same collectives. The
+// harness's own communication happens on world().comm, which the traffic counter
+// ignores. See docs/benchmarks.md.
+#pragma once
+
+#include <mpi.h>
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "traffic.hpp"
+
+namespace bench {
+
+using ns_t = std::int64_t;
+
+struct world_info {
+  MPI_Comm comm = MPI_COMM_NULL;  // the harness's duplicate of MPI_COMM_WORLD
+  int rank = 0;
+  int size = 1;
+  int nodes = 1;                  // distinct shared-memory nodes
+};
+
+// Valid between init_world() and finalize_world().
+const world_info& world() noexcept;
+// Collective; call once after MPI_Init. Excludes world().comm from traffic counts.
+void init_world();
+void finalize_world() noexcept;
+
+inline ns_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Computes (spins) for ns without any MPI call.
+void spin_for(ns_t ns) noexcept;
+
+// Waits for req to complete while calling poll().
+template <class Poll>
+void wait_polling(MPI_Request& req, Poll&& poll) {
+  for (int done = 0;;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    poll();
+  }
+}
+
+// A barrier on world().comm that keeps calling poll() while it waits.
+template <class Poll>
+void barrier_polling(Poll&& poll) {
+  MPI_Request req;
+  MPI_Ibarrier(world().comm, &req);
+  wait_polling(req, poll);
+}
+
+// MPI_Allreduce of one integer on world().comm, calling poll() while it waits.
+template <class Poll>
+ns_t allreduce_polling(ns_t v, MPI_Op op, Poll&& poll) {
+  ns_t out = 0;
+  MPI_Request req;
+  MPI_Iallreduce(&v, &out, 1, MPI_INT64_T, op, world().comm, &req);
+  wait_polling(req, poll);
+  return out;
+}
+
+// Receives / sends a zero-byte harness message (turn passing) on world().comm.
+template <class Poll>
+void recv_polling(int from, int tag, Poll&& poll) {
+  MPI_Request req;
+  MPI_Irecv(nullptr, 0, MPI_BYTE, from, tag, world().comm, &req);
+  wait_polling(req, poll);
+}
+// Zero bytes: completes locally (eager) without the receiver's progress.
+void send_signal(int to, int tag);
+
+// Computes for ns, calling poll() in between (a well-behaved in_calls application).
+template <class Poll>
+void think_polling(ns_t ns, Poll&& poll) {
+  const ns_t until = now_ns() + ns;
+  while (now_ns() < until) poll();
+}
+
+// Iterations for one KeepRunningBatch(): Google Benchmark's current request,
+// rounded up to a multiple of `unit` and clamped to [unit, cap]. The same on
+// every rank because the request is.
+std::int64_t batch_iterations(const benchmark::State& state, std::int64_t unit, std::int64_t cap);
+
+// The floor measured by BM_Floor earlier in this run; NaN until then.
+struct floor_value {
+  double one_way_ns = NAN;
+  int ranks = 0;  // BM_Floor's message size depends on the rank count
+};
+floor_value& measured_floor() noexcept;
+
+// What the mean of a benchmark is compared with.
+enum class compare_to { nothing, one_way, round_trip };
+
+// What one invocation of a benchmark measured on this rank, and its publication
+// as user counters (rank 0's are reported).
+class measurement {
+ public:
+  // Start and stop counting traffic. Call each after a polling barrier, so that
+  // every message of the measured entries, and nothing else, falls in between;
+  // begin() ends with a barrier of its own (see there).
+  void begin() noexcept;
+  void end() noexcept;
+
+  void add_time(ns_t ns) noexcept { time_ns_ += ns; }  // what went to SetIterationTime
+  void add_entries(std::uint64_t k) noexcept { entries_ += k; }
+  void add_acquire(ns_t ns) noexcept { acquire_ns_ += ns; ++acquires_; }
+  void add_release(ns_t ns) noexcept { release_ns_ += ns; ++releases_; }
+  void add_sample(double ns) { samples_.push_back(ns); }
+  void add_stamp(ns_t t) { stamps_.push_back(t); }
+
+  // Collective over world().comm. Sets the counters on `state`. Samples are this
+  // rank's add_sample() values, or, if per_rank_batch > 0, the gaps between
+  // consecutive critical-section entries derived from add_stamp() times taken in
+  // batches of per_rank_batch entries per rank (see docs/benchmarks.md).
+  void publish(benchmark::State& state, compare_to ref, std::int64_t per_rank_batch = 0);
+
+  // Mean time per iteration (valid on every rank after the loop).
+  double mean_ns(const benchmark::State& state) const noexcept;
+
+ private:
+  std::vector<double> gather_samples(std::int64_t per_rank_batch) const;
+
+  traffic::counts before_{}, after_{};
+  ns_t time_ns_ = 0;
+  std::uint64_t entries_ = 0;
+  ns_t acquire_ns_ = 0, release_ns_ = 0;
+  std::uint64_t acquires_ = 0, releases_ = 0;
+  std::vector<double> samples_;
+  std::vector<ns_t> stamps_;
+};
+
+}  // namespace bench

@@ -1,0 +1,288 @@
+// Self-test of tally_bench's lock kinds and of its traffic counter, under mpiexec:
+// every kind excludes (a non-atomic read-modify-write inside the critical section
+// loses no update and never overlaps), and the PMPI counter sees exactly the
+// messages each algorithm must send. Every expectation is evaluated on values
+// reduced over all ranks, so all ranks agree on every outcome.
+#include <mpi.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "harness.hpp"
+#include "lock_kinds.hpp"
+
+namespace {
+
+using namespace bench;
+
+std::uint64_t sum_all(std::uint64_t v) {
+  std::uint64_t s = 0;
+  MPI_Allreduce(&v, &s, 1, MPI_UINT64_T, MPI_SUM, world().comm);
+  return s;
+}
+
+std::uint64_t max_all(std::uint64_t v) {
+  std::uint64_t s = 0;
+  MPI_Allreduce(&v, &s, 1, MPI_UINT64_T, MPI_MAX, world().comm);
+  return s;
+}
+
+// A counter at rank 0 of a window of its own, incremented inside the critical
+// section with a separate MPI_Get and MPI_Put (a non-atomic read-modify-write),
+// and an occupancy word claimed with MPI_Compare_and_swap that detects overlap.
+class shared_counter {
+ public:
+  shared_counter() {
+    MPI_Win_allocate(2 * sizeof(std::int64_t), sizeof(std::int64_t), MPI_INFO_NULL, world().comm,
+                     &base_, &win_);
+    base_[0] = 0;
+    base_[1] = -1;
+    MPI_Win_lock_all(0, win_);
+    MPI_Barrier(world().comm);
+  }
+  ~shared_counter() {
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  shared_counter(const shared_counter&) = delete;
+  shared_counter& operator=(const shared_counter&) = delete;
+
+  // Claims the occupancy word for `me`; returns the previous occupant (-1: none).
+  std::int64_t enter(std::int64_t me) { return cas(-1, me); }
+  // Releases it; returns the previous occupant (`me` if all is well).
+  std::int64_t leave(std::int64_t me) { return cas(me, -1); }
+
+  void increment() {
+    std::int64_t v = 0;
+    MPI_Get(&v, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, win_);
+    MPI_Win_flush(0, win_);
+    spin_for(300);
+    std::this_thread::yield();  // widen the window for an overlapping entry
+    ++v;
+    MPI_Put(&v, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, win_);
+    MPI_Win_flush(0, win_);
+  }
+
+  std::int64_t value() {
+    std::int64_t v = 0;
+    MPI_Fetch_and_op(nullptr, &v, MPI_INT64_T, 0, 0, MPI_NO_OP, win_);
+    MPI_Win_flush(0, win_);
+    return v;
+  }
+
+ private:
+  std::int64_t cas(std::int64_t expect, std::int64_t desired) {
+    std::int64_t old = 0;
+    MPI_Compare_and_swap(&desired, &expect, &old, MPI_INT64_T, 0, 1, win_);
+    MPI_Win_flush(0, win_);
+    return old;
+  }
+
+  MPI_Win win_ = MPI_WIN_NULL;
+  std::int64_t* base_ = nullptr;
+};
+
+// Messages (summed over ranks) and the largest point-to-point message sent while
+// body() ran, between two polling barriers.
+struct totals {
+  std::uint64_t messages = 0;
+  std::uint64_t max_msg = 0;
+};
+
+template <lock_kind L, class Body>
+totals traffic_of(L& lk, Body&& body) {
+  auto poll = [&] { lk.poll(); };
+  barrier_polling(poll);
+  const traffic::counts before = traffic::snapshot();
+  traffic::reset_max();
+  MPI_Barrier(world().comm);  // every rank counts before any rank starts
+  body();
+  barrier_polling(poll);
+  const traffic::counts d = traffic::snapshot() - before;
+  return {sum_all(d.messages()), max_all(traffic::max_p2p_bytes())};
+}
+
+// Ranks take turns 0..n-1, `rounds` times; each turn is lock + unlock while the
+// others poll. Turn messages travel on the harness communicator (not counted).
+template <lock_kind L>
+void take_turns(L& lk, int rounds) {
+  auto poll = [&] { lk.poll(); };
+  const int n = world().size, me = world().rank;
+  for (int r = 0; r < rounds; ++r) {
+    if (me != 0 || r != 0) recv_polling((me + n - 1) % n, 7, poll);
+    lk.lock();
+    lk.unlock();
+    if (me != n - 1 || r != rounds - 1) send_signal((me + 1) % n, 7);
+  }
+}
+
+// Messages one uncontended entry costs at `rank` when the previous entry was at
+// another rank (retained == false) or at the same rank (retained == true).
+template <class L>
+std::uint64_t uncontended_cost(int rank, int n, bool retained) {
+  const auto un = static_cast<std::uint64_t>(n);
+  const bool home = rank == 0;  // where win_lock's window, the MCS tail and the server live
+  if constexpr (std::is_same_v<L, ricart_agrawala>) return 2 * (un - 1);
+  else if constexpr (std::is_same_v<L, lock_server>) return home ? 0 : 3;  // REQUEST, GRANT, RELEASE
+  else if constexpr (std::is_same_v<L, win_lock>) return home ? 0 : 3;     // lock, get, unlock
+  else if constexpr (std::is_same_v<L, rma_mcs>) return home ? 0 : 2;      // swap tail, CAS tail
+  else return retained ? 0 : un;  // tally: n-1 REQUESTs + 1 token, or nothing
+}
+
+template <class L>
+class LockKind : public ::testing::Test {};
+
+using kinds = ::testing::Types<
+#if TALLY_BENCH_HAVE_TALLY
+    tally_inline, tally_thread,
+#endif
+    win_lock, rma_mcs, lock_server, ricart_agrawala>;
+
+struct kind_names {
+  template <class T>
+  static std::string GetName(int) {
+    return T::name;
+  }
+};
+TYPED_TEST_SUITE(LockKind, kinds, kind_names);
+
+TYPED_TEST(LockKind, MutualExclusion) {
+  const int n = world().size, me = world().rank;
+  constexpr int entries = 120;
+  shared_counter counter;
+  TypeParam lk(world().comm);
+  auto poll = [&] { lk.poll(); };
+  std::minstd_rand rng(static_cast<unsigned>(me) * 7919u + 1u);
+  std::uint64_t overlaps = 0;
+  for (int k = 0; k < entries; ++k) {
+    think_polling(static_cast<ns_t>(rng() % 3000), poll);
+    lk.lock();
+    if (counter.enter(me) != -1) ++overlaps;
+    counter.increment();
+    if (counter.leave(me) != me) ++overlaps;
+    lk.unlock();
+  }
+  barrier_polling(poll);
+  EXPECT_EQ(sum_all(overlaps), 0u);
+  EXPECT_EQ(max_all(static_cast<std::uint64_t>(counter.value())),
+            static_cast<std::uint64_t>(n) * entries);
+}
+
+TYPED_TEST(LockKind, EachUncontendedEntryCostsExactlyItsMessages) {
+  const int n = world().size, me = world().rank;
+  constexpr int rounds = 3;
+  TypeParam lk(world().comm);
+  take_turns(lk, 1);  // warm-up: afterwards the lock (token) is idle at rank n-1
+  const totals t = traffic_of(lk, [&] { take_turns(lk, rounds); });
+  std::uint64_t expected = 0;
+  for (int r = 0; r < n; ++r) expected += rounds * uncontended_cost<TypeParam>(r, n, false);
+  EXPECT_EQ(t.messages, expected);
+  (void)me;
+#if TALLY_BENCH_HAVE_TALLY
+  if constexpr (std::is_same_v<TypeParam, tally_inline> || std::is_same_v<TypeParam, tally_thread>) {
+    // BM_Floor's message size is the token's real wire size.
+    EXPECT_EQ(t.max_msg, static_cast<std::uint64_t>(token_bytes(n)));
+  }
+#endif
+}
+
+TYPED_TEST(LockKind, RetainedReentryCost) {
+  const int n = world().size, me = world().rank;
+  const int actor = n - 1;  // not the home of the centralized baselines
+  constexpr int entries = 10;
+  TypeParam lk(world().comm);
+  auto poll = [&] { lk.poll(); };
+  if (me == actor) {
+    lk.lock();  // brings tally's token here
+    lk.unlock();
+  }
+  const totals t = traffic_of(lk, [&] {
+    if (me != actor) return;
+    for (int k = 0; k < entries; ++k) {
+      lk.lock();
+      lk.unlock();
+    }
+  });
+  (void)poll;
+  EXPECT_EQ(t.messages, entries * uncontended_cost<TypeParam>(actor, n, true));
+}
+
+TYPED_TEST(LockKind, ContendedCost) {
+  const int n = world().size, me = world().rank;
+  constexpr int entries = 60;
+  TypeParam lk(world().comm);
+  const auto all = static_cast<std::uint64_t>(n) * entries;
+  const auto away = static_cast<std::uint64_t>(n - 1) * entries;  // entries by ranks other than 0
+  std::uint64_t remote = 0;  // tally: entries that were not retained-token re-entries
+#if TALLY_BENCH_HAVE_TALLY
+  tally::stats s0{};
+  if constexpr (requires { lk.get(); }) s0 = lk.get().stats();
+#endif
+  const totals t = traffic_of(lk, [&] {
+    for (int k = 0; k < entries; ++k) {
+      lk.lock();
+      lk.unlock();
+    }
+  });
+#if TALLY_BENCH_HAVE_TALLY
+  if constexpr (requires { lk.get(); }) {
+    const tally::stats s1 = lk.get().stats();
+    remote = (s1.acquisitions - s0.acquisitions) - (s1.local_acquisitions - s0.local_acquisitions);
+  }
+#endif
+  remote = sum_all(remote);
+  (void)me;
+  if constexpr (std::is_same_v<TypeParam, ricart_agrawala>) {
+    EXPECT_EQ(t.messages, 2 * static_cast<std::uint64_t>(n - 1) * all);
+  } else if constexpr (std::is_same_v<TypeParam, lock_server> || std::is_same_v<TypeParam, win_lock>) {
+    EXPECT_EQ(t.messages, 3 * away);
+  } else if constexpr (std::is_same_v<TypeParam, rma_mcs>) {
+    // acquire: swap tail (+ link to a predecessor); release: CAS tail or notify
+    // the successor (+ a failed CAS first): between 2 and 4 per entry away from 0.
+    EXPECT_GE(t.messages, 2 * away);
+    EXPECT_LE(t.messages, 4 * all);
+  } else {
+    EXPECT_EQ(t.messages, static_cast<std::uint64_t>(n) * remote);  // n-1 REQUESTs + 1 token
+    EXPECT_LE(t.messages, static_cast<std::uint64_t>(n) * all);
+  }
+}
+
+// Prints a non-zero rank's failed assertions, prefixed with its rank.
+class rank_failure_printer : public ::testing::EmptyTestEventListener {
+ public:
+  explicit rank_failure_printer(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, r.file_name() ? r.file_name() : "?",
+                   r.line_number(), r.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  ::testing::InitGoogleTest(&argc, argv);
+  bench::init_world();
+  const int rank = bench::world().rank;
+  if (rank != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new rank_failure_printer(rank));
+  }
+  const int local = RUN_ALL_TESTS();
+  int global = 0;
+  MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, bench::world().comm);
+  bench::finalize_world();
+  MPI_Finalize();
+  return global;
+}

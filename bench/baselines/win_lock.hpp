@@ -1,12 +1,11 @@
 // bench/baselines/win_lock.hpp — MPI_Win_lock(MPI_LOCK_EXCLUSIVE) used as a mutex.
 //
 // The lock is an exclusive passive-target epoch on a one-word window at rank 0.
-// MPI may acquire that lock lazily (MPI-3.1 §11.5.3: MPI_WIN_LOCK may return before
-// the lock is granted; only the completion of an operation in the epoch proves
-// it), so lock() also reads the word with MPI_Get and waits for it with
-// MPI_Win_flush: once the flush returns the Get has executed inside the exclusive
-// epoch, hence the lock is held until MPI_Win_unlock. Not FIFO: MPI promises no
-// order among waiters.
+// MPI_Win_lock need not block until the lock is granted (MPI-3.1 §11.5.3); only
+// the completion of an operation inside the epoch proves it is held. So lock()
+// also reads the word with MPI_Get and waits for it with MPI_Win_flush: once the
+// flush returns, the Get has executed inside the exclusive epoch, hence the lock
+// is held until MPI_Win_unlock. Not FIFO: MPI promises no order among waiters.
 #pragma once
 
 #include <mpi.h>

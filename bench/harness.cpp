@@ -100,7 +100,8 @@ std::vector<double> measurement::gather_samples(std::int64_t per_rank_batch) con
   // Every rank took the same batches of per_rank_batch entries; batch b of rank r
   // is all[displs[r] + b * per_rank_batch, ... + per_rank_batch).
   const auto e = static_cast<std::size_t>(per_rank_batch);
-  const std::size_t batches = static_cast<std::size_t>(*std::min_element(counts.begin(), counts.end())) / e;
+  const auto shortest = *std::min_element(counts.begin(), counts.end());
+  const std::size_t batches = static_cast<std::size_t>(shortest) / e;
   std::vector<ns_t> batch;
   for (std::size_t b = 0; b < batches; ++b) {
     if (w.nodes == 1) {

@@ -174,7 +174,7 @@ TYPED_TEST(LockKind, MutualExclusion) {
 }
 
 TYPED_TEST(LockKind, EachUncontendedEntryCostsExactlyItsMessages) {
-  const int n = world().size, me = world().rank;
+  const int n = world().size;
   constexpr int rounds = 3;
   TypeParam lk(world().comm);
   take_turns(lk, 1);  // warm-up: afterwards the lock (token) is idle at rank n-1
@@ -182,7 +182,6 @@ TYPED_TEST(LockKind, EachUncontendedEntryCostsExactlyItsMessages) {
   std::uint64_t expected = 0;
   for (int r = 0; r < n; ++r) expected += rounds * uncontended_cost<TypeParam>(r, n, false);
   EXPECT_EQ(t.messages, expected);
-  (void)me;
 #if TALLY_BENCH_HAVE_TALLY
   if constexpr (std::is_same_v<TypeParam, tally_inline> || std::is_same_v<TypeParam, tally_thread>) {
     // BM_Floor's message size is the token's real wire size.
@@ -196,7 +195,6 @@ TYPED_TEST(LockKind, RetainedReentryCost) {
   const int actor = n - 1;  // not the home of the centralized baselines
   constexpr int entries = 10;
   TypeParam lk(world().comm);
-  auto poll = [&] { lk.poll(); };
   if (me == actor) {
     lk.lock();  // brings tally's token here
     lk.unlock();
@@ -208,12 +206,11 @@ TYPED_TEST(LockKind, RetainedReentryCost) {
       lk.unlock();
     }
   });
-  (void)poll;
   EXPECT_EQ(t.messages, entries * uncontended_cost<TypeParam>(actor, n, true));
 }
 
 TYPED_TEST(LockKind, ContendedCost) {
-  const int n = world().size, me = world().rank;
+  const int n = world().size;
   constexpr int entries = 60;
   TypeParam lk(world().comm);
   const auto all = static_cast<std::uint64_t>(n) * entries;
@@ -236,7 +233,6 @@ TYPED_TEST(LockKind, ContendedCost) {
   }
 #endif
   remote = sum_all(remote);
-  (void)me;
   if constexpr (std::is_same_v<TypeParam, ricart_agrawala>) {
     EXPECT_EQ(t.messages, 2 * static_cast<std::uint64_t>(n - 1) * all);
   } else if constexpr (std::is_same_v<TypeParam, lock_server> || std::is_same_v<TypeParam, win_lock>) {

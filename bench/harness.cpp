@@ -42,6 +42,13 @@ void finalize_world() noexcept {
   if (g_world.comm != MPI_COMM_NULL) MPI_Comm_free(&g_world.comm);
 }
 
+double clock_read_ns() noexcept {
+  constexpr int reads = 100000;
+  const ns_t t0 = now_ns();
+  for (int i = 0; i < reads; ++i) benchmark::DoNotOptimize(now_ns());
+  return static_cast<double>(now_ns() - t0) / reads;
+}
+
 void spin_for(ns_t ns) noexcept {
   if (ns <= 0) return;
   const ns_t until = now_ns() + ns;
@@ -138,8 +145,6 @@ void measurement::publish(benchmark::State& state, compare_to ref, std::int64_t 
                                  d.rma,
                                  d.rma_fetch,
                                  d.rma_sync,
-                                 static_cast<std::uint64_t>(acquire_ns_),
-                                 acquires_,
                                  static_cast<std::uint64_t>(release_ns_),
                                  releases_};
   constexpr int k = sizeof local / sizeof local[0];
@@ -162,8 +167,7 @@ void measurement::publish(benchmark::State& state, compare_to ref, std::int64_t 
   c["rma_fetch_per_entry"] = per_entry(sum[5]);
   c["rma_sync_per_entry"] = per_entry(sum[6]);
   c["max_msg_bytes"] = static_cast<double>(max_msg_all);
-  if (sum[8] > 0) c["acquire_ns"] = static_cast<double>(sum[7]) / static_cast<double>(sum[8]);
-  if (sum[10] > 0) c["release_ns"] = static_cast<double>(sum[9]) / static_cast<double>(sum[10]);
+  if (sum[8] > 0) c["release_ns"] = static_cast<double>(sum[7]) / static_cast<double>(sum[8]);
 
   const double mean = mean_ns(state);
   std::sort(samples.begin(), samples.end());

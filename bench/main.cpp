@@ -109,6 +109,9 @@ void add_context(const own_flags& f, int provided) {
   benchmark::AddCustomContext("mpi_pml", env_or("OMPI_MCA_pml", "default"));
   benchmark::AddCustomContext("mpi_osc", env_or("OMPI_MCA_osc", "default"));
   benchmark::AddCustomContext("token_bytes", std::to_string(bench::token_bytes(w.size)));
+  char clock[32];
+  std::snprintf(clock, sizeof clock, "%.1f", bench::clock_read_ns());
+  benchmark::AddCustomContext("clock_read_ns", clock);
 #if TALLY_BENCH_HAVE_TALLY
   benchmark::AddCustomContext("tally_thread_polling",
                               f.poll + (f.poll_us >= 0 ? " " + std::to_string(f.poll_us) + "us" : ""));

@@ -85,7 +85,11 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
     fail(errc::arg, "invalid communicator");
   if (inter) fail(errc::arg, "intercommunicators are not supported");
 
-  check_mpi(MPI_Comm_dup(comm, comm_.out()), "MPI_Comm_dup");
+  // Nonblocking collectives, so that other mutexes of this process keep answering
+  // while this rank waits for the rest of the communicator.
+  MPI_Request req = MPI_REQUEST_NULL;
+  check_mpi(MPI_Comm_idup(comm, comm_.out(), &req), "MPI_Comm_idup");
+  wait_progressing(req, "MPI_Comm_idup", false);
   check_mpi(MPI_Comm_set_errhandler(comm_.get(), MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   check_mpi(MPI_Comm_rank(comm_.get(), &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm_.get(), &size_), "MPI_Comm_size");
@@ -98,8 +102,9 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   long long mine[5] = {local ? static_cast<long long>(local->code()) : 0, payload, -payload,
                        opts.initial_owner, -static_cast<long long>(opts.initial_owner)};
   long long agreed[5];
-  check_mpi(MPI_Allreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MAX, comm_.get()),
-            "MPI_Allreduce(options)");
+  check_mpi(MPI_Iallreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MAX, comm_.get(), &req),
+            "MPI_Iallreduce(options)");
+  wait_progressing(req, "MPI_Iallreduce(options)", false);
   if (local) throw *local;
   if (agreed[0] != 0)
     fail(static_cast<errc>(agreed[0]), "another rank rejected its arguments to the collective create");
@@ -282,20 +287,26 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
   if (owner_ == me) fail(errc::deadlock, "lock: calling thread already holds the critical section");
 
   // One thread per rank at a time drives the protocol (at most one broadcast).
+  // Waiters need not poll: the slot's owner is either polling for the token or in
+  // the critical section, where REQUESTs are deferred anyway. In inline mode they
+  // wake now and then to keep this process's other mutexes answering.
   while (slot_taken_) {
-    if (deadline && clock::now() >= *deadline) return false;
-    if (opts_.progress == progress_mode::thread) {
-      if (deadline)
-        slot_cv_.wait_until(lk, *deadline);
-      else
-        slot_cv_.wait(lk);
-    } else {
-      progress_locked();
-      lk.unlock();
-      std::this_thread::yield();
-      lk.lock();
-    }
+    auto until = deadline ? *deadline : clock::time_point::max();
+    if (opts_.progress == progress_mode::in_calls)
+      until = std::min(until, clock::now() + std::chrono::microseconds(200));
+    if (until == clock::time_point::max())
+      slot_cv_.wait(lk);
+    else
+      slot_cv_.wait_until(lk, until);
     require_live();
+    if (!slot_taken_) break;
+    if (deadline && clock::now() >= *deadline) return false;
+    if (opts_.progress == progress_mode::in_calls) {
+      lk.unlock();
+      registry::poll_others(this);
+      lk.lock();
+      require_live();
+    }
   }
   slot_taken_ = true;
   try {
@@ -309,8 +320,10 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
         slot_cv_.notify_one();
         return false;
       }
-      // Let the progress thread and other callers in between polls.
+      // Let the progress thread and other callers in between polls, and keep this
+      // process's other mutexes answering.
       lk.unlock();
+      registry::poll_others(this);
       lk.lock();
       require_live();
     }
@@ -349,6 +362,27 @@ void engine::unlock() {
   owner_ = {};
   slot_taken_ = false;
   slot_cv_.notify_one();
+}
+
+void engine::poll_nowait() noexcept {
+  if (opts_.progress != progress_mode::in_calls) return;  // its thread does it
+  std::unique_lock lk(mu_, std::try_to_lock);
+  if (!lk.owns_lock() || !live_ || fault_) return;
+  try {
+    progress_locked();
+  } catch (...) {
+    fault_ = std::current_exception();
+  }
+}
+
+void engine::wait_progressing(MPI_Request& req, const char* what, bool own) {
+  int done = 0;
+  for (;;) {
+    check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+    if (done) return;
+    if (own) progress_locked();
+    registry::poll_others(this);
+  }
 }
 
 void engine::poll() {
@@ -450,15 +484,20 @@ void engine::free(bool at_finalize) {
     // exactly one to every other rank.
     const unsigned long long mine = node_.counters().broadcasts;
     unsigned long long total = 0;
-    check_mpi(MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm_.get()),
-              "MPI_Allreduce(free)");
+    MPI_Request req = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm_.get(), &req),
+              "MPI_Iallreduce(free)");
+    wait_progressing(req, "MPI_Iallreduce(free)", true);
     const std::uint64_t expected = total - mine;
     // Drain: receive every REQUEST, let withdrawn requests be served (the token is
     // only ever in flight to a requesting rank), complete every send.
     while (node_.counters().requests_received < expected ||
-           node_.mode() == protocol::mode::requesting || sends_pending())
+           node_.mode() == protocol::mode::requesting || sends_pending()) {
       progress_locked();
-    check_mpi(MPI_Barrier(comm_.get()), "MPI_Barrier(free)");
+      registry::poll_others(this);
+    }
+    check_mpi(MPI_Ibarrier(comm_.get(), &req), "MPI_Ibarrier(free)");
+    wait_progressing(req, "MPI_Ibarrier(free)", false);
     // Nothing can arrive any more: retire the posted receives.
     cancel_receives();
     wire_.free();

@@ -46,6 +46,9 @@ class engine {
   bool try_lock();
   void unlock();
   void poll();
+  // One progress step if the engine is idle and in in_calls mode; never blocks or
+  // throws (a failure is kept and rethrown by the engine's next call).
+  void poll_nowait() noexcept;
   std::span<std::byte> payload();
   // Collective teardown (see tally::mutex::free). `at_finalize` only changes the
   // wording of diagnostics.
@@ -56,6 +59,9 @@ class engine {
 
  private:
   bool acquire(std::optional<clock::time_point> deadline);
+  // Completes a request (collective or otherwise) while this engine (mu_ held by
+  // the caller when `own` is set) and every other engine keep making progress.
+  void wait_progressing(MPI_Request& req, const char* what, bool own);
   // Carries out the action of a protocol step (sends). mu_ held.
   void execute(const protocol::step& s, const char* event);
   // Tests posted receives and outstanding sends once; handles what completed.

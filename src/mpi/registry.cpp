@@ -19,10 +19,12 @@ std::vector<engine*> live;  // creation order
 bool hooked = false;
 
 int at_finalize(MPI_Comm, int, void*, void*) {
+  // A snapshot: engines stay registered until their own free(), so that the ones
+  // not yet freed keep answering while this rank waits inside an earlier free().
   std::vector<engine*> left;
   {
     std::lock_guard lk(mu);
-    left.swap(live);
+    left = live;
   }
   if (left.empty()) return MPI_SUCCESS;
   int rank = 0;
@@ -53,6 +55,12 @@ void add(engine* e) {
     hooked = true;
   }
   live.push_back(e);
+}
+
+void poll_others(const engine* self) noexcept {
+  std::lock_guard lk(mu);
+  for (engine* e : live)
+    if (e != self) e->poll_nowait();
 }
 
 void remove(engine* e) noexcept {

@@ -13,6 +13,10 @@ class engine;
 namespace registry {
 void add(engine* e);
 void remove(engine* e) noexcept;
+// Polls every live engine but `self` once, without blocking (engine::poll_nowait).
+// A rank that waits inside one mutex may hold other mutexes' tokens idle; with
+// inline progress they would otherwise go unanswered and ranks could deadlock.
+void poll_others(const engine* self) noexcept;
 }  // namespace registry
 
 }  // namespace tally::detail

@@ -1,6 +1,6 @@
 // Every error code, from C++ (tally::error) and from C (return codes), and that a
 // failed call leaves the mutex usable. TALLY_ERR_MPI is provoked by making
-// MPI_Comm_dup fail through a PMPI wrapper; TALLY_ERR_THREAD_LEVEL lives in
+// MPI_Comm_idup fail through a PMPI wrapper; TALLY_ERR_THREAD_LEVEL lives in
 // test_thread_level.cpp, which initializes MPI without MPI_THREAD_MULTIPLE.
 #include <gtest/gtest.h>
 
@@ -15,9 +15,9 @@ namespace {
 bool fail_comm_dup = false;  // set collectively by the MPI-failure tests
 }
 
-extern "C" int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* out) {
+extern "C" int MPI_Comm_idup(MPI_Comm comm, MPI_Comm* out, MPI_Request* req) {
   if (fail_comm_dup) return MPI_ERR_OTHER;
-  return PMPI_Comm_dup(comm, out);
+  return PMPI_Comm_idup(comm, out, req);
 }
 
 namespace {
@@ -118,11 +118,11 @@ TEST(CppErrors, FailedMpiCallIsReportedWithMpisMessage) {
   fail_comm_dup = true;
   try {
     tally::mutex m(MPI_COMM_WORLD);
-    ADD_FAILURE() << "creation succeeded although MPI_Comm_dup failed";
+    ADD_FAILURE() << "creation succeeded although MPI_Comm_idup failed";
   } catch (const tally::error& e) {
     EXPECT_EQ(e.code(), errc::mpi);
     EXPECT_EQ(e.mpi_error(), MPI_ERR_OTHER);
-    EXPECT_NE(std::string(e.what()).find("MPI_Comm_dup"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("MPI_Comm_idup"), std::string::npos) << e.what();
   }
   fail_comm_dup = false;
 }
@@ -224,7 +224,7 @@ TEST(CErrors, FailedMpiCall) {
   tally_mutex m = nullptr;
   EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, &m), TALLY_ERR_MPI);
   EXPECT_EQ(m, nullptr);
-  EXPECT_NE(std::strstr(tally_last_error(), "MPI_Comm_dup"), nullptr) << tally_last_error();
+  EXPECT_NE(std::strstr(tally_last_error(), "MPI_Comm_idup"), nullptr) << tally_last_error();
   fail_comm_dup = false;
 }
 

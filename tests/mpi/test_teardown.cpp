@@ -1,0 +1,100 @@
+// Teardown: free is collective and leaves nothing in flight, also with withdrawn
+// requests outstanding; creating and freeing a thousand times with traffic leaks
+// no communicator and no datatype.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+
+#include "support.hpp"
+
+namespace {
+std::atomic<long> comms_made{0}, comms_freed{0}, types_made{0}, types_freed{0};
+}
+
+extern "C" {
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm* out, MPI_Request* req) {
+  ++comms_made;
+  return PMPI_Comm_idup(comm, out, req);
+}
+int MPI_Comm_free(MPI_Comm* comm) {
+  ++comms_freed;
+  return PMPI_Comm_free(comm);
+}
+int MPI_Type_commit(MPI_Datatype* type) {
+  ++types_made;
+  return PMPI_Type_commit(type);
+}
+int MPI_Type_free(MPI_Datatype* type) {
+  ++types_freed;
+  return PMPI_Type_free(type);
+}
+}
+
+namespace {
+
+using tally::test::progress_barrier;
+using tally::test::world_rank;
+using tally::test::world_size;
+
+std::uint64_t global_sum(std::uint64_t v) {
+  std::uint64_t s = 0;
+  MPI_Allreduce(&v, &s, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return s;
+}
+
+// Frees m and checks, over all ranks, that every message sent was received.
+void free_and_check_balanced(tally::mutex& m) {
+  m.free();
+  const tally::stats s = m.stats();
+  EXPECT_EQ(global_sum(s.requests_sent), global_sum(s.requests_received));
+  EXPECT_EQ(global_sum(s.tokens_sent), global_sum(s.tokens_received));
+}
+
+TEST(Teardown, FreeWithWithdrawnRequestsOutstanding) {
+  tally::options o;
+  o.initial_owner = 0;
+  tally::mutex m(MPI_COMM_WORLD, o);
+  // Everyone but the holder broadcasts and gives up at once: the token must still
+  // visit each of them (or be routed past them) before free completes.
+  if (world_rank() != 0) {
+    EXPECT_FALSE(m.try_lock_for(std::chrono::seconds(0)));
+  }
+  free_and_check_balanced(m);
+}
+
+TEST(Teardown, FreeRightAfterContention) {
+  tally::mutex m(MPI_COMM_WORLD);
+  for (int i = 0; i < 10; ++i) {
+    m.lock();
+    m.unlock();
+  }
+  free_and_check_balanced(m);  // no barrier first: REQUESTs may still be in flight
+}
+
+TEST(Teardown, CreateAndFreeAThousandTimesWithTraffic) {
+  const long comms0 = comms_made - comms_freed;
+  const long types_before = types_made;
+  const long freed_before = types_freed;
+  std::uint64_t acquisitions = 0;
+  for (int i = 0; i < 1000; ++i) {
+    tally::options o;
+    o.initial_owner = i % world_size();
+    o.progress = i % 10 == 0 ? tally::progress_mode::thread : tally::progress_mode::in_calls;
+    tally::mutex m(MPI_COMM_WORLD, o);
+    if ((i + world_rank()) % 3 == 0) {
+      m.lock();
+      m.unlock();
+    } else if ((i + world_rank()) % 3 == 1) {
+      if (m.try_lock_for(std::chrono::microseconds(i % 7))) m.unlock();
+    }
+    acquisitions += m.stats().acquisitions;
+    // The destructor frees collectively.
+  }
+  EXPECT_GT(global_sum(acquisitions), 0u);
+  EXPECT_EQ(comms_made - comms_freed, comms0);
+  EXPECT_EQ(types_made - types_before, 1000);  // one committed token type per mutex
+  EXPECT_EQ(types_freed - freed_before, 2000);  // each mutex also frees its unresized type
+}
+
+}  // namespace

@@ -147,7 +147,9 @@ void BM_CsSweep(benchmark::State& state) {
 // zero-byte turn message arrives, after its unlock() returned, so the lock (the
 // token) is idle at that rank, which polls. Only lock() is timed (unlock() is
 // reported as release_ns); one iteration is one turn, and the time is the sum of
-// the turns' lock() durations, so turn passing is never measured.
+// the turns' lock() durations, so turn passing is never measured. Rank 0's turns
+// are local for the centralized baselines (their home); away_ns is the mean over
+// the other ranks' turns.
 template <lock_kind L>
 void BM_RemoteAcquire(benchmark::State& state) {
   std::optional<L> lk = make_lock<L>(state);
@@ -167,7 +169,8 @@ void BM_RemoteAcquire(benchmark::State& state) {
       const ns_t c = now_ns();
       if (record) {
         m.add_sample(static_cast<double>(b - a));
-        m.add_release(c - b);
+        m.add_extra(measurement::release, c - b);
+        if (me != 0) m.add_extra(measurement::away, b - a);
         m.add_entries(1);
         mine += b - a;
       }

@@ -145,8 +145,10 @@ void measurement::publish(benchmark::State& state, compare_to ref, std::int64_t 
                                  d.rma,
                                  d.rma_fetch,
                                  d.rma_sync,
-                                 static_cast<std::uint64_t>(release_ns_),
-                                 releases_};
+                                 static_cast<std::uint64_t>(extra_ns_[release]),
+                                 extra_n_[release],
+                                 static_cast<std::uint64_t>(extra_ns_[away]),
+                                 extra_n_[away]};
   constexpr int k = sizeof local / sizeof local[0];
   std::uint64_t sum[k];
   MPI_Allreduce(local, sum, k, MPI_UINT64_T, MPI_SUM, w.comm);
@@ -168,6 +170,7 @@ void measurement::publish(benchmark::State& state, compare_to ref, std::int64_t 
   c["rma_sync_per_entry"] = per_entry(sum[6]);
   c["max_msg_bytes"] = static_cast<double>(max_msg_all);
   if (sum[8] > 0) c["release_ns"] = static_cast<double>(sum[7]) / static_cast<double>(sum[8]);
+  if (sum[10] > 0) c["away_ns"] = static_cast<double>(sum[9]) / static_cast<double>(sum[10]);
 
   const double mean = mean_ns(state);
   std::sort(samples.begin(), samples.end());

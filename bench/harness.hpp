@@ -121,7 +121,9 @@ class measurement {
 
   void add_time(ns_t ns) noexcept { time_ns_ += ns; }  // what went to SetIterationTime
   void add_entries(std::uint64_t k) noexcept { entries_ += k; }
-  void add_release(ns_t ns) noexcept { release_ns_ += ns; ++releases_; }
+  // Extra means, published as <name>_ns when anything was added.
+  enum extra { release, away, extras };  // release_ns, away_ns
+  void add_extra(extra e, ns_t ns) noexcept { extra_ns_[e] += ns; ++extra_n_[e]; }
   void add_sample(double ns) { samples_.push_back(ns); }
   void add_stamp(ns_t t) { stamps_.push_back(t); }
 
@@ -140,8 +142,8 @@ class measurement {
   traffic::counts before_{}, after_{};
   ns_t time_ns_ = 0;
   std::uint64_t entries_ = 0;
-  ns_t release_ns_ = 0;
-  std::uint64_t releases_ = 0;
+  ns_t extra_ns_[extras] = {};
+  std::uint64_t extra_n_[extras] = {};
   std::vector<double> samples_;
   std::vector<ns_t> stamps_;
 };

@@ -24,8 +24,8 @@ namespace {
 
 using namespace bench;
 
-constexpr int warmup_entries = 32;        // per rank, contended and local benchmarks
-constexpr int warmup_rounds = 4;          // turn-based benchmarks
+constexpr int warmup_entries = 16;  // per rank, contended and local benchmarks
+constexpr int warmup_rounds = 4;    // turn-based benchmarks
 constexpr std::int64_t max_batch_per_rank = 256;
 constexpr int tag_turn = 1, tag_go = 2, tag_done = 3;
 

@@ -167,7 +167,7 @@ int tally_mutex_payload(tally_mutex m, void** ptr, size_t* bytes) {
   *ptr = nullptr;
   *bytes = 0;
   return with(m, [&](tally::detail::engine& e) {
-    const std::span<std::byte> p = e.payload();
+    const std::span<std::byte> p = e.payload(e.payload_entry());
     *ptr = p.data();
     *bytes = p.size();
   });

@@ -74,6 +74,41 @@ namespace detail {
 class engine;
 }
 
+// A checked view of the token's payload, taken inside the critical section. Every
+// access throws errc::not_owner unless the calling thread is still in the same
+// critical-section entry the view was taken in; out-of-range access throws
+// errc::arg. Using a view after unlock is therefore an error, never stale data.
+class TALLY_API payload_view {
+ public:
+  std::size_t size() const noexcept { return size_; }
+  // Copies dst.size() bytes starting at offset out of / src into the payload.
+  void read(std::size_t offset, std::span<std::byte> dst) const;
+  void write(std::size_t offset, std::span<const std::byte> src) const;
+  // The bytes themselves, checked now; valid until this critical section ends.
+  std::span<std::byte> bytes() const;
+
+  template <class T>
+    requires std::is_trivially_copyable_v<T>
+  T load(std::size_t offset = 0) const {
+    T v;
+    read(offset, std::as_writable_bytes(std::span<T, 1>(&v, 1)));
+    return v;
+  }
+  template <class T>
+    requires std::is_trivially_copyable_v<T>
+  void store(const T& v, std::size_t offset = 0) const {
+    write(offset, std::as_bytes(std::span<const T, 1>(&v, 1)));
+  }
+
+ private:
+  friend class mutex;
+  payload_view(detail::engine* e, std::uint64_t entry, std::size_t size)
+      : engine_(e), entry_(entry), size_(size) {}
+  detail::engine* engine_;
+  std::uint64_t entry_;
+  std::size_t size_;
+};
+
 class TALLY_API mutex {
  public:
   // Collective over comm. Throws errc::arg for MPI_COMM_NULL, an intercommunicator,
@@ -122,9 +157,9 @@ class TALLY_API mutex {
   void poll();
 
   // The token's payload: options::payload_bytes bytes of application state that
-  // moves with the token. Valid only while the calling thread holds the critical
-  // section; throws errc::not_owner otherwise.
-  std::span<std::byte> payload();
+  // move with the token, in the same message. The calling thread must hold the
+  // critical section (errc::not_owner); the view is checked on every access.
+  payload_view payload();
 
   // Collective teardown: drains every message addressed to this rank, completes
   // every send, frees the private communicator. Any later call throws errc::state.

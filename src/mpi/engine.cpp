@@ -392,11 +392,19 @@ void engine::poll() {
   }
 }
 
-std::span<std::byte> engine::payload() {
+std::uint64_t engine::payload_entry() const {
   std::lock_guard lk(mu_);
   require_live();
   if (owner_ != std::this_thread::get_id())
     fail(errc::not_owner, "payload: calling thread does not hold the critical section");
+  return node_.counters().acquisitions;
+}
+
+std::span<std::byte> engine::payload(std::uint64_t entry) {
+  std::lock_guard lk(mu_);
+  require_live();
+  if (owner_ != std::this_thread::get_id() || node_.counters().acquisitions != entry)
+    fail(errc::not_owner, "payload: view used outside the critical section it was taken in");
   return payload_;
 }
 

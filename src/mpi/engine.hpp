@@ -49,7 +49,13 @@ class engine {
   // One progress step if the engine is idle and in in_calls mode; never blocks or
   // throws (a failure is kept and rethrown by the engine's next call).
   void poll_nowait() noexcept;
-  std::span<std::byte> payload();
+  // The calling thread's current critical-section entry number (the acquisitions
+  // count at entry); throws errc::not_owner unless it holds the critical section.
+  std::uint64_t payload_entry() const;
+  // The payload, if the calling thread is still in critical-section entry `entry`;
+  // else throws errc::not_owner.
+  std::span<std::byte> payload(std::uint64_t entry);
+  std::size_t payload_size() const noexcept { return payload_.size(); }
   // Collective teardown (see tally::mutex::free). `at_finalize` only changes the
   // wording of diagnostics.
   void free(bool at_finalize = false);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <utility>
 
 namespace bench {
 namespace {
@@ -81,7 +82,7 @@ double measurement::mean_ns(const benchmark::State& state) const noexcept {
   return it > 0 ? static_cast<double>(time_ns_) / it : NAN;
 }
 
-std::vector<double> measurement::gather_samples(std::int64_t per_rank_batch) const {
+measurement::gathered measurement::gather(std::int64_t per_rank_batch) const {
   const world_info& w = world();
   const bool stamps = per_rank_batch > 0;
   const int mine = static_cast<int>(stamps ? stamps_.size() : samples_.size());
@@ -92,11 +93,11 @@ std::vector<double> measurement::gather_samples(std::int64_t per_rank_batch) con
     displs[r] = total;
     total += counts[r];
   }
-  std::vector<double> out;
+  gathered out;
   if (!stamps) {
-    if (w.rank == 0) out.resize(static_cast<std::size_t>(total));
-    MPI_Gatherv(samples_.data(), mine, MPI_DOUBLE, out.data(), counts.data(), displs.data(),
-                MPI_DOUBLE, 0, w.comm);
+    if (w.rank == 0) out.samples.resize(static_cast<std::size_t>(total));
+    MPI_Gatherv(samples_.data(), mine, MPI_DOUBLE, out.samples.data(), counts.data(),
+                displs.data(), MPI_DOUBLE, 0, w.comm);
     return out;
   }
   std::vector<ns_t> all(w.rank == 0 ? static_cast<std::size_t>(total) : 0);
@@ -109,33 +110,35 @@ std::vector<double> measurement::gather_samples(std::int64_t per_rank_batch) con
   const auto e = static_cast<std::size_t>(per_rank_batch);
   const auto shortest = *std::min_element(counts.begin(), counts.end());
   const std::size_t batches = static_cast<std::size_t>(shortest) / e;
-  std::vector<ns_t> batch;
+  std::vector<std::pair<ns_t, std::size_t>> batch;  // (exit time, rank)
   for (std::size_t b = 0; b < batches; ++b) {
     if (w.nodes == 1) {
-      // One steady clock for all ranks: merge the batch's entries of every rank
-      // and take the gaps between consecutive entries anywhere.
+      // One steady clock for all ranks: merge the batch's exits of every rank and
+      // take the gaps between consecutive exits anywhere.
       batch.clear();
-      for (std::size_t r = 0; r < counts.size(); ++r) {
-        const auto first = all.begin() + displs[r] + static_cast<std::ptrdiff_t>(b * e);
-        batch.insert(batch.end(), first, first + static_cast<std::ptrdiff_t>(e));
-      }
+      for (std::size_t r = 0; r < counts.size(); ++r)
+        for (std::size_t k = 0; k < e; ++k)
+          batch.emplace_back(all[static_cast<std::size_t>(displs[r]) + b * e + k], r);
       std::sort(batch.begin(), batch.end());
-      for (std::size_t k = 1; k < batch.size(); ++k)
-        out.push_back(static_cast<double>(batch[k] - batch[k - 1]));
+      for (std::size_t k = 1; k < batch.size(); ++k) {
+        const auto gap = static_cast<double>(batch[k].first - batch[k - 1].first);
+        out.samples.push_back(gap);
+        if (batch[k].second != batch[k - 1].second) out.handoffs.push_back(gap);
+      }
     } else {
-      // Clocks of different nodes are not comparable: a rank's own entry-to-entry
+      // Clocks of different nodes are not comparable: a rank's own exit-to-exit
       // interval spans one entry of every rank under fair contention; divide by n.
       for (std::size_t r = 0; r < counts.size(); ++r) {
         const auto first = static_cast<std::size_t>(displs[r]) + b * e;
         for (std::size_t k = 1; k < e; ++k)
-          out.push_back(static_cast<double>(all[first + k] - all[first + k - 1]) / w.size);
+          out.samples.push_back(static_cast<double>(all[first + k] - all[first + k - 1]) / w.size);
       }
     }
   }
   return out;
 }
 
-void measurement::publish(benchmark::State& state, compare_to ref, std::int64_t per_rank_batch) {
+double measurement::publish(benchmark::State& state, compare_to ref, std::int64_t per_rank_batch) {
   const world_info& w = world();
   const traffic::counts d = after_ - before_;
   const std::uint64_t local[] = {entries_,
@@ -154,12 +157,17 @@ void measurement::publish(benchmark::State& state, compare_to ref, std::int64_t 
   MPI_Allreduce(local, sum, k, MPI_UINT64_T, MPI_SUM, w.comm);
   std::uint64_t max_msg = traffic::max_p2p_bytes(), max_msg_all = 0;
   MPI_Allreduce(&max_msg, &max_msg_all, 1, MPI_UINT64_T, MPI_MAX, w.comm);
-  std::vector<double> samples = gather_samples(per_rank_batch);
-  if (w.rank != 0) return;  // only rank 0 reports
+  gathered g = gather(per_rank_batch);
+  if (w.rank != 0) return NAN;  // only rank 0 reports
 
   auto& c = state.counters;
   const auto entries = static_cast<double>(sum[0]);
-  auto per_entry = [&](std::uint64_t v) { return entries > 0 ? static_cast<double>(v) / entries : NAN; };
+  auto per_entry = [&](std::uint64_t v) {
+    return entries > 0 ? static_cast<double>(v) / entries : NAN;
+  };
+  auto mean_of = [](std::uint64_t total, std::uint64_t n) {
+    return static_cast<double>(total) / static_cast<double>(n);
+  };
   c["ranks"] = w.size;
   c["entries"] = entries;
   c["msgs_per_entry"] = per_entry(sum[1]);
@@ -169,23 +177,42 @@ void measurement::publish(benchmark::State& state, compare_to ref, std::int64_t 
   c["rma_fetch_per_entry"] = per_entry(sum[5]);
   c["rma_sync_per_entry"] = per_entry(sum[6]);
   c["max_msg_bytes"] = static_cast<double>(max_msg_all);
-  if (sum[8] > 0) c["release_ns"] = static_cast<double>(sum[7]) / static_cast<double>(sum[8]);
-  if (sum[10] > 0) c["away_ns"] = static_cast<double>(sum[9]) / static_cast<double>(sum[10]);
+  if (sum[8] > 0) c["release_ns"] = mean_of(sum[7], sum[8]);
+  if (sum[10] > 0) c["away_ns"] = mean_of(sum[9], sum[10]);
 
   const double mean = mean_ns(state);
-  std::sort(samples.begin(), samples.end());
+  std::sort(g.samples.begin(), g.samples.end());
+  const double p50 = percentile(g.samples, 0.50);
   c["mean_ns"] = mean;
-  c["p50_ns"] = percentile(samples, 0.50);
-  c["p99_ns"] = percentile(samples, 0.99);
-  c["samples"] = static_cast<double>(samples.size());
-  if (per_rank_batch > 0) c["clock_global"] = w.nodes == 1 ? 1 : 0;
+  c["p50_ns"] = p50;
+  c["p99_ns"] = percentile(g.samples, 0.99);
+  c["samples"] = static_cast<double>(g.samples.size());
 
   const floor_value& f = measured_floor();
-  if (ref != compare_to::nothing && f.ranks == w.size && std::isfinite(f.one_way_ns)) {
-    const double base = ref == compare_to::one_way ? f.one_way_ns : 2 * f.one_way_ns;
+  const bool have_floor = f.ranks == w.size && std::isfinite(f.one_way_ns);
+  const double base = ref == compare_to::round_trip ? 2 * f.one_way_ns : f.one_way_ns;
+  if (ref != compare_to::nothing && have_floor) {
     c["floor_ns"] = base;
     c["ratio_floor"] = mean / base;
   }
+  if (per_rank_batch > 0) {
+    c["clock_global"] = w.nodes == 1 ? 1 : 0;
+    if (w.nodes == 1 && !g.samples.empty()) {
+      double total = 0;
+      for (double h : g.handoffs) total += h;
+      std::sort(g.handoffs.begin(), g.handoffs.end());
+      c["handoff_share"] =
+          static_cast<double>(g.handoffs.size()) / static_cast<double>(g.samples.size());
+      if (!g.handoffs.empty()) {
+        const double hmean = total / static_cast<double>(g.handoffs.size());
+        c["handoff_ns"] = hmean;
+        c["handoff_p50_ns"] = percentile(g.handoffs, 0.50);
+        c["handoff_p99_ns"] = percentile(g.handoffs, 0.99);
+        if (have_floor) c["ratio_handoff"] = hmean / f.one_way_ns;
+      }
+    }
+  }
+  return p50;
 }
 
 }  // namespace bench

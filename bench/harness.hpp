@@ -99,7 +99,9 @@ void think_polling(ns_t ns, Poll&& poll) {
 // every rank because the request is.
 std::int64_t batch_iterations(const benchmark::State& state, std::int64_t unit, std::int64_t cap);
 
-// The floor measured by BM_Floor earlier in this run; NaN until then.
+// The floor measured by BM_Floor earlier in this run (on rank 0); NaN until then.
+// Its median, not its mean: robust against the scheduler stalls that inflate a
+// mean, and conservative, since a lock's mean (stalls included) is compared with it.
 struct floor_value {
   double one_way_ns = NAN;
   int ranks = 0;  // BM_Floor's message size depends on the rank count
@@ -127,17 +129,23 @@ class measurement {
   void add_sample(double ns) { samples_.push_back(ns); }
   void add_stamp(ns_t t) { stamps_.push_back(t); }
 
-  // Collective over world().comm. Sets the counters on `state`. Samples are this
-  // rank's add_sample() values, or, if per_rank_batch > 0, the gaps between
-  // consecutive critical-section entries derived from add_stamp() times taken in
-  // batches of per_rank_batch entries per rank (see docs/benchmarks.md).
-  void publish(benchmark::State& state, compare_to ref, std::int64_t per_rank_batch = 0);
+  // Collective over world().comm. Sets the counters on `state` and returns the
+  // median sample (on rank 0; NaN elsewhere). Samples are this rank's add_sample()
+  // values or, if per_rank_batch > 0, gaps between consecutive critical-section
+  // exits derived from add_stamp() times taken in batches of per_rank_batch
+  // entries per rank; then gaps where the rank changes are handoffs (handoff_*
+  // counters). See docs/benchmarks.md.
+  double publish(benchmark::State& state, compare_to ref, std::int64_t per_rank_batch = 0);
 
   // Mean time per iteration (valid on every rank after the loop).
   double mean_ns(const benchmark::State& state) const noexcept;
 
  private:
-  std::vector<double> gather_samples(std::int64_t per_rank_batch) const;
+  struct gathered {
+    std::vector<double> samples;   // all gaps (or samples), unsorted
+    std::vector<double> handoffs;  // gaps between exits of different ranks
+  };
+  gathered gather(std::int64_t per_rank_batch) const;
 
   traffic::counts before_{}, after_{};
   ns_t time_ns_ = 0;

@@ -64,7 +64,8 @@ own_flags take_own_flags(int& argc, char** argv) {
     } else if (const char* u = value("--tally_poll_us=")) {
       char* end = nullptr;
       f.poll_us = std::strtol(u, &end, 10);
-      if (*u == '\0' || *end != '\0' || f.poll_us < 0) usage("--tally_poll_us must be an integer >= 0");
+      if (*u == '\0' || *end != '\0' || f.poll_us < 0)
+        usage("--tally_poll_us must be an integer >= 0");
     } else {
       argv[out++] = argv[i];
     }
@@ -135,7 +136,8 @@ int main(int argc, char** argv) {
   bench::tally_thread_polling.how = flags.poll == "spin"    ? strategy::spin
                                     : flags.poll == "sleep" ? strategy::sleep
                                                             : strategy::backoff;
-  if (flags.poll_us >= 0) bench::tally_thread_polling.interval = std::chrono::microseconds(flags.poll_us);
+  if (flags.poll_us >= 0)
+    bench::tally_thread_polling.interval = std::chrono::microseconds(flags.poll_us);
 #endif
 
   if (!reporter) {

@@ -21,12 +21,12 @@ def run(*args):
                           timeout=120)
 
 
-def rows(stdout):
-    """Table rows as lists of cells, keyed by (benchmark, lock)."""
+def rows(stdout, columns=10):
+    """Rows of the table with `columns` cells, keyed by (transport, benchmark, lock)."""
     out = {}
     for line in stdout.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 10 and cells[0] in ("shm", "tcp", "ucx", "default"):
+        if len(cells) == columns and cells[0] in ("shm", "tcp", "ucx", "default"):
             out[(cells[0], cells[2], cells[3])] = cells
     return out
 
@@ -55,6 +55,12 @@ class Report(unittest.TestCase):
             self.assertEqual(keys[0], ("shm", "Floor", "floor"))
             self.assertLess(keys.index(("shm", "Handoff", "tally")),
                             keys.index(("shm", "Handoff", "win_lock")))
+            # The handoff table: contended benchmarks with handoff counters only.
+            h = rows(r.stdout, columns=9)
+            self.assertEqual(list(h), [("shm", "Handoff", "tally"), ("shm", "Handoff", "win_lock")])
+            self.assertEqual(h[("shm", "Handoff", "tally")][4:9],
+                             ["80%", "1.40 µs", "1.30 µs", "3.50 µs", "1.41"])
+            self.assertEqual(h[("shm", "Handoff", "win_lock")][4], "10%")
             for png in ("handoff_vs_ranks.png", "remote_acquire_vs_ranks.png",
                         "cs_sweep_shm.png"):
                 path = os.path.join(tmp, png)

@@ -89,12 +89,5 @@ event event_heap::pop() {
   return top;
 }
 
-void lane::grow() {
-  std::vector<cast> bigger(buf_.size() * 2);
-  for (std::size_t i = 0; i < size_; ++i) bigger[i] = (*this)[i];
-  buf_ = std::move(bigger);
-  head_ = 0;
-}
-
 }  // namespace detail
 }  // namespace tally::sim

@@ -95,6 +95,7 @@ struct workload {
 
 // What one run measured, before summarizing (run.hpp).
 struct raw_results {
+  ps_t first_entry = 0;     // the first CS entry
   ps_t end_time = 0;        // the last CS exit
   std::uint64_t events = 0;  // scheduler entries processed (one per message delivery)
   std::uint64_t entries = 0;
@@ -155,34 +156,53 @@ struct cast {
   static constexpr std::uint32_t no_list = std::numeric_limits<std::uint32_t>::max();
 };
 
-// FIFO ring of casts sharing one slot length; sorted by (t, tie) by construction.
-class lane {
+// FIFO ring buffer (power-of-two capacity, grows by doubling).
+template <class T>
+class ring {
  public:
-  explicit lane(ps_t slot) : slot_(slot), buf_(16) {}
-  ps_t slot() const noexcept { return slot_; }
   bool empty() const noexcept { return size_ == 0; }
   std::size_t size() const noexcept { return size_; }
-  const cast& front() const noexcept { return buf_[head_]; }
-  const cast& operator[](std::size_t i) const noexcept { return buf_[(head_ + i) & (buf_.size() - 1)]; }
-  cast pop_front() noexcept {
-    cast c = buf_[head_];
+  const T& front() const noexcept { return buf_[head_]; }
+  const T& operator[](std::size_t i) const noexcept { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+  T pop_front() noexcept {
+    T x = buf_[head_];
     head_ = (head_ + 1) & (buf_.size() - 1);
     --size_;
-    return c;
+    return x;
   }
-  void push_back(const cast& c) {
+  void push_back(const T& x) {
     if (size_ == buf_.size()) grow();
-    buf_[(head_ + size_) & (buf_.size() - 1)] = c;
+    buf_[(head_ + size_) & (buf_.size() - 1)] = x;
     ++size_;
   }
 
  private:
-  void grow();
+  void grow() {
+    std::vector<T> bigger(std::max<std::size_t>(16, 2 * buf_.size()));
+    for (std::size_t i = 0; i < size_; ++i) bigger[i] = (*this)[i];
+    buf_ = std::move(bigger);
+    head_ = 0;
+  }
 
-  ps_t slot_;
-  std::vector<cast> buf_;  // power-of-two capacity
+  std::vector<T> buf_;
   std::size_t head_ = 0;
   std::size_t size_ = 0;
+};
+
+// Casts that share one slot length. Sorted by (t, tie) by construction: a cast
+// joins at the back only right after a delivery, with t = now + slot, and every
+// other member was last delivered at or before now.
+struct cast_lane {
+  ps_t slot;
+  ring<cast> q;
+};
+
+// Events that were scheduled a fixed delay after the moment they were scheduled
+// (messages injected at once, from an idle port). The clock never goes back, so
+// appending keeps them sorted by (t, tie).
+struct delay_lane {
+  ps_t delay;
+  ring<event> q;
 };
 
 }  // namespace detail
@@ -242,13 +262,16 @@ class engine {
   void advance(ps_t t);
   void schedule(ps_t t, event::type what, msg_kind k, std::int32_t a, std::int32_t b,
                 std::uint64_t val);
+  // A message injected now: through a delay lane (no heap work).
+  void schedule_in(ps_t delay, event::type what, msg_kind k, std::int32_t a, std::int32_t b,
+                   std::uint64_t val);
   ps_t reserve_port(std::int32_t from, ps_t busy);
   void start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::int32_t count,
                   std::uint32_t list, std::uint64_t val);
   std::int32_t recipient(const detail::cast& c) const noexcept;
   void arrive(ps_t t, const message& m);
   void fire_cast(std::size_t lane_index, detail::cast c);
-  void fire_heap();
+  void fire(const event& e);
   void issue(std::int32_t i);
   void leave(std::int32_t i);
   void verify_end() const;
@@ -261,7 +284,8 @@ class engine {
   ps_t now_ = 0;
   std::uint64_t tie_ = 0;
   detail::event_heap heap_;
-  std::vector<detail::lane> lanes_;
+  std::vector<detail::cast_lane> lanes_;
+  std::vector<detail::delay_lane> delays_;
   std::vector<detail::cast> pending_;  // casts waiting for their first delivery
   std::vector<std::uint32_t> free_pending_;
   std::vector<std::vector<std::int32_t>> lists_;

@@ -57,6 +57,15 @@ void engine<Model>::schedule(ps_t t, event::type what, msg_kind k, std::int32_t 
 }
 
 template <class Model>
+void engine<Model>::schedule_in(ps_t delay, event::type what, msg_kind k, std::int32_t a,
+                                std::int32_t b, std::uint64_t val) {
+  std::size_t d = 0;
+  while (d < delays_.size() && delays_[d].delay != delay) ++d;
+  if (d == delays_.size()) delays_.push_back({delay, {}});
+  delays_[d].q.push_back(event{now_ + delay, tie_++, what, k, a, b, val});
+}
+
+template <class Model>
 ps_t engine<Model>::reserve_port(std::int32_t from, ps_t busy) {
   ps_t& port = tx_[static_cast<std::size_t>(from)];
   const ps_t start = std::max(now_, port);
@@ -71,7 +80,10 @@ void engine<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::ui
   const auto ki = static_cast<std::size_t>(k);
   ++r_.messages[ki];
   r_.bytes[ki] += bytes;
-  schedule(start + net_.transit(bytes), event::type::arrive, k, from, to, val);
+  if (start == now_)
+    schedule_in(net_.transit(bytes), event::type::arrive, k, from, to, val);
+  else
+    schedule(start + net_.transit(bytes), event::type::arrive, k, from, to, val);
 }
 
 // Reserves the sender's port for `count` back-to-back messages and schedules the
@@ -85,8 +97,8 @@ void engine<Model>::start_cast(std::int32_t from, msg_kind k, std::uint64_t byte
   r_.messages[ki] += static_cast<std::uint64_t>(count);
   r_.bytes[ki] += bytes * static_cast<std::uint64_t>(count);
   std::uint32_t li = 0;
-  while (li < lanes_.size() && lanes_[li].slot() != slot) ++li;
-  if (li == lanes_.size()) lanes_.emplace_back(slot);
+  while (li < lanes_.size() && lanes_[li].slot != slot) ++li;
+  if (li == lanes_.size()) lanes_.push_back({slot, {}});
   const detail::cast c{start + net_.transit(bytes), 0, from, 0, count, list, val, li, k};
   std::uint32_t pi;
   if (free_pending_.empty()) {
@@ -97,7 +109,10 @@ void engine<Model>::start_cast(std::int32_t from, msg_kind k, std::uint64_t byte
     free_pending_.pop_back();
     pending_[pi] = c;
   }
-  schedule(c.t, event::type::first_of_cast, k, from, 0, pi);
+  if (start == now_)
+    schedule_in(c.t - now_, event::type::first_of_cast, k, from, 0, pi);
+  else
+    schedule(c.t, event::type::first_of_cast, k, from, 0, pi);
 }
 
 template <class Model>
@@ -163,11 +178,9 @@ template <class Model>
 void engine<Model>::fire_cast(std::size_t lane_index, detail::cast c) {
   arrive(c.t, message{c.kind, c.from, recipient(c), c.val});
   if (++c.pos < c.count) {
-    // Every other cast in this lane was last delivered at or before c.t, so its next
-    // time is <= c.t + slot: appending keeps the lane sorted.
-    c.t += lanes_[lane_index].slot();
+    c.t += lanes_[lane_index].slot;
     c.tie = tie_++;
-    lanes_[lane_index].push_back(c);
+    lanes_[lane_index].q.push_back(c);
   } else if (c.list != detail::cast::no_list) {
     spare_lists_.push_back(std::move(lists_[c.list]));
     free_lists_.push_back(c.list);
@@ -175,8 +188,7 @@ void engine<Model>::fire_cast(std::size_t lane_index, detail::cast c) {
 }
 
 template <class Model>
-void engine<Model>::fire_heap() {
-  const event e = heap_.pop();
+void engine<Model>::fire(const event& e) {
   switch (e.what) {
     case event::type::lock:
       advance(e.t);
@@ -235,7 +247,7 @@ void engine<Model>::enter(std::int32_t i) {
   r_.waits.push_back(wait);
   r_.issue_times.push_back(issued_at_[k]);
   if (last_exit_ >= 0 && issued_at_[k] < last_exit_) r_.handoffs.push_back(now_ - last_exit_);
-  ++r_.entries;
+  if (r_.entries++ == 0) r_.first_entry = now_;
   ++r_.entries_per_node[k];
   r_.wait_sum_per_node[k] += wait;
   schedule(now_ + w_.cs.sample(rng_[k]), event::type::unlock, msg_kind::request, i, 0, 0);
@@ -265,31 +277,39 @@ raw_results engine<Model>::run(const progress_fn& progress, std::uint64_t progre
   constexpr std::size_t lookahead = 8;  // prefetch for the delivery this many casts ahead
   std::uint64_t next_report = progress_every;
   for (;;) {
-    // The earliest event: the heap's top or one of the (few) lane fronts.
-    std::size_t best = lanes_.size();
-    for (std::size_t l = 0; l < lanes_.size(); ++l) {
-      if (lanes_[l].empty()) continue;
-      const detail::cast& f = lanes_[l].front();
-      if (best == lanes_.size() ||
-          detail::before(f.t, f.tie, lanes_[best].front().t, lanes_[best].front().tie))
-        best = l;
-    }
-    const bool from_lane =
-        best < lanes_.size() &&
-        (heap_.empty() || detail::before(lanes_[best].front().t, lanes_[best].front().tie,
-                                         heap_.top().t, heap_.top().tie));
-    if (from_lane) {
-      detail::lane& ln = lanes_[best];
-      if (ln.size() > 1) {
-        const detail::cast& ahead = ln[std::min(lookahead, ln.size() - 1)];
-        model_.prefetch(recipient(ahead), ahead.from);
+    // The earliest of the heap's top and the (few) lane fronts.
+    enum class src { none, heap, cast, delay } from = src::none;
+    std::size_t which = 0;
+    ps_t t = 0;
+    std::uint64_t tie = 0;
+    auto consider = [&](src s, std::size_t i, ps_t t2, std::uint64_t k2) {
+      if (from == src::none || detail::before(t2, k2, t, tie)) {
+        from = s;
+        which = i;
+        t = t2;
+        tie = k2;
       }
-      fire_cast(best, ln.pop_front());
-    } else if (!heap_.empty()) {
-      fire_heap();
-    } else {
-      break;
+    };
+    if (!heap_.empty()) consider(src::heap, 0, heap_.top().t, heap_.top().tie);
+    for (std::size_t l = 0; l < lanes_.size(); ++l)
+      if (!lanes_[l].q.empty()) consider(src::cast, l, lanes_[l].q.front().t, lanes_[l].q.front().tie);
+    for (std::size_t l = 0; l < delays_.size(); ++l)
+      if (!delays_[l].q.empty()) consider(src::delay, l, delays_[l].q.front().t, delays_[l].q.front().tie);
+    switch (from) {
+      case src::none: break;
+      case src::heap: fire(heap_.pop()); break;
+      case src::delay: fire(delays_[which].q.pop_front()); break;
+      case src::cast: {
+        detail::ring<detail::cast>& q = lanes_[which].q;
+        if (q.size() > 1) {
+          const detail::cast& ahead = q[std::min(lookahead, q.size() - 1)];
+          model_.prefetch(recipient(ahead), ahead.from);
+        }
+        fire_cast(which, q.pop_front());
+        break;
+      }
     }
+    if (from == src::none) break;
     if (++r_.events == next_report) {
       next_report += progress_every;
       if (progress) progress(r_.entries, r_.events);

@@ -30,11 +30,11 @@ const char* to_string(algorithm a) noexcept {
 }
 
 const std::vector<network_preset>& network_presets() {
-  // From token-sized ping-pongs and back-to-back send streams between 2 ranks on the
-  // development machine; how each number was measured: docs/simulator.md#calibration.
+  // scripts/calibrate-sim on the development machine (Open MPI 4.1 shared memory,
+  // 2 ranks); the run and its inputs: docs/simulator.md#calibration.
   static const std::vector<network_preset> presets{
-      //        L       o       g       G (ps/B)  E     R
-      {"shm", {38'000, 46'000, 45'000, 78.0, 4096, 2'500'000}},
+      //        L        o       g       G (ps/B)  E     R
+      {"shm", {145'600, 24'000, 41'900, 66.45, 4096, 1'737'000}},
   };
   return presets;
 }
@@ -92,7 +92,8 @@ summary summarize(raw_results r, const workload& w) {
   summary s;
   s.entries = r.entries;
   s.end_time = r.end_time;
-  s.cs_per_second = r.end_time > 0 ? static_cast<double>(r.entries) * 1e12 / static_cast<double>(r.end_time) : 0;
+  const ps_t span = r.end_time - r.first_entry;
+  s.cs_per_second = span > 0 ? static_cast<double>(r.entries) * 1e12 / static_cast<double>(span) : 0;
   s.messages = r.messages;
   s.bytes = r.bytes;
   for (std::size_t k = 0; k < msg_kinds; ++k) {
@@ -314,9 +315,9 @@ fairness. The same arguments give the same report. See docs/simulator.md.
                             ricart-agrawala, or central (lock server on rank 0)
   --requests-per-node R     critical sections per requesting rank (default 100)
   --total-requests C        or: critical sections in total, whoever asks first
-  --active K                only K ranks, spread evenly, ever request (default N);
-                            the others only receive
-  --cs-time DIST            time inside the critical section (default 0)
+  --active K                only K ranks ever request: rank (a+1)N/K - 1 for
+                            a = 0..K-1 (default all); the others only receive
+  --cs-time DIST            time inside the critical section (default 1us)
   --think-time DIST         time before each request (default 0: saturation)
   --network NAME            LogGP parameters calibrated on the development machine:
                             shm (Open MPI shared memory; the default)
@@ -412,7 +413,7 @@ options parse(const std::vector<std::string>& args) {
   std::optional<std::uint64_t> eager;
   std::optional<ps_t> rendezvous;
   std::string algo = "suzuki-kasami";
-  duration_dist cs, think;
+  duration_dist cs{duration_dist::shape::fixed, 1'000'000, 0}, think;
   std::uint64_t seed = 1;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string opt = args[i], val;
@@ -485,8 +486,8 @@ options parse(const std::vector<std::string>& args) {
   const std::uint64_t k = active.value_or(*nodes);
   if (k > *nodes)
     throw usage_error("--active: " + std::to_string(k) + " exceeds --nodes " + std::to_string(*nodes));
-  for (std::uint64_t a = 0; a < k; ++a)
-    w.active.push_back(static_cast<std::int32_t>(a * *nodes / k));
+  for (std::uint64_t a = 1; a <= k; ++a)  // evenly spread, the last rank always among them
+    w.active.push_back(static_cast<std::int32_t>(a * *nodes / k - 1));
   w.cs = cs;
   w.think = think;
   w.seed = seed;

@@ -38,7 +38,7 @@ struct summary {
   std::uint64_t entries = 0;
   std::uint64_t local_entries = 0;  // entries that cost no message
   ps_t end_time = 0;                // last CS exit
-  double cs_per_second = 0;         // entries / end_time
+  double cs_per_second = 0;         // entries / (end_time - first entry)
   std::array<std::uint64_t, msg_kinds> messages{};
   std::array<std::uint64_t, msg_kinds> bytes{};
   std::uint64_t total_messages = 0;

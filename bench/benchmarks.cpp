@@ -97,9 +97,11 @@ void BM_Floor(benchmark::State& state) {
 // --- BM_Handoff and BM_CsSweep: every rank loops lock, CS, unlock, think ---------------
 // One iteration is one critical-section entry anywhere; the time is the batch's
 // span (max over ranks) divided by the entries of all ranks. The CS spins without
-// calling the lock; think time polls (a well-behaved in_calls application). The one
-// clock read per entry comes after unlock(), off the lock's critical path; samples
-// are the gaps between consecutive exits from the CS.
+// calling the lock; think time polls (a well-behaved in_calls application). Each
+// entry is stamped (one clock read) as soon as lock() returns; samples are the gaps
+// between consecutive entries. (A stamp after unlock() would keep the clock out of
+// the CS, but the RMA locks' unlock() returns only after remote completion, when
+// the next holder may already be in, so exit gaps would misattribute handoffs.)
 template <lock_kind L>
 void run_contended(benchmark::State& state, ns_t cs_ns, ns_t think_ns) {
   std::optional<L> lk = make_lock<L>(state);
@@ -109,9 +111,9 @@ void run_contended(benchmark::State& state, ns_t cs_ns, ns_t think_ns) {
   measurement m;
   auto entry = [&](bool record) {
     lk->lock();
+    if (record) m.add_stamp(now_ns());
     spin_for(cs_ns);
     lk->unlock();
-    if (record) m.add_stamp(now_ns());
     if (think_ns > 0) think_polling(think_ns, poll);
   };
 

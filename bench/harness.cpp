@@ -110,11 +110,11 @@ measurement::gathered measurement::gather(std::int64_t per_rank_batch) const {
   const auto e = static_cast<std::size_t>(per_rank_batch);
   const auto shortest = *std::min_element(counts.begin(), counts.end());
   const std::size_t batches = static_cast<std::size_t>(shortest) / e;
-  std::vector<std::pair<ns_t, std::size_t>> batch;  // (exit time, rank)
+  std::vector<std::pair<ns_t, std::size_t>> batch;  // (entry time, rank)
   for (std::size_t b = 0; b < batches; ++b) {
     if (w.nodes == 1) {
-      // One steady clock for all ranks: merge the batch's exits of every rank and
-      // take the gaps between consecutive exits anywhere.
+      // One steady clock for all ranks: merge the batch's entries of every rank
+      // and take the gaps between consecutive entries anywhere.
       batch.clear();
       for (std::size_t r = 0; r < counts.size(); ++r)
         for (std::size_t k = 0; k < e; ++k)
@@ -126,7 +126,7 @@ measurement::gathered measurement::gather(std::int64_t per_rank_batch) const {
         if (batch[k].second != batch[k - 1].second) out.handoffs.push_back(gap);
       }
     } else {
-      // Clocks of different nodes are not comparable: a rank's own exit-to-exit
+      // Clocks of different nodes are not comparable: a rank's own entry-to-entry
       // interval spans one entry of every rank under fair contention; divide by n.
       for (std::size_t r = 0; r < counts.size(); ++r) {
         const auto first = static_cast<std::size_t>(displs[r]) + b * e;

@@ -132,7 +132,7 @@ class measurement {
   // Collective over world().comm. Sets the counters on `state` and returns the
   // median sample (on rank 0; NaN elsewhere). Samples are this rank's add_sample()
   // values or, if per_rank_batch > 0, gaps between consecutive critical-section
-  // exits derived from add_stamp() times taken in batches of per_rank_batch
+  // entries derived from add_stamp() times taken in batches of per_rank_batch
   // entries per rank; then gaps where the rank changes are handoffs (handoff_*
   // counters). See docs/benchmarks.md.
   double publish(benchmark::State& state, compare_to ref, std::int64_t per_rank_batch = 0);
@@ -143,7 +143,7 @@ class measurement {
  private:
   struct gathered {
     std::vector<double> samples;   // all gaps (or samples), unsorted
-    std::vector<double> handoffs;  // gaps between exits of different ranks
+    std::vector<double> handoffs;  // gaps between entries of different ranks
   };
   gathered gather(std::int64_t per_rank_batch) const;
 

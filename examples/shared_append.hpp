@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,11 @@ inline std::uint64_t checksum(const std::byte* p, std::size_t n) {
   return h;
 }
 
-// A deterministic variable-size record: 1 to 4000 body bytes.
-inline std::vector<std::byte> make_record(int rank, std::uint32_t sequence) {
+// A deterministic variable-size record: 1 to max_body (> 0) body bytes.
+inline std::vector<std::byte> make_record(int rank, std::uint32_t sequence,
+                                          std::uint32_t max_body = 4000) {
   std::uint64_t x = (static_cast<std::uint64_t>(rank) << 32 | sequence) * 0x9e3779b97f4a7c15ull + 1;
-  const std::uint32_t length = 1 + static_cast<std::uint32_t>((x >> 40) % 4000);
+  const std::uint32_t length = 1 + static_cast<std::uint32_t>((x >> 40) % max_body);
   std::vector<std::byte> rec(sizeof(record_header) + length);
   for (std::uint32_t i = 0; i < length; ++i) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;

@@ -68,6 +68,28 @@ class Report(unittest.TestCase):
                 with open(path, "rb") as f:
                     self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
+    def test_append_table(self):
+        ctx = {"mpi_btl": "self,tcp", "mpi_pml": "ob1", "mpi_ranks": "3"}
+        ok = {"name": "BM_SharedAppend<tally>/max_body:16/manual_time", "run_type": "iteration",
+              "real_time": 5.0, "time_unit": "us", "ranks": 3, "msgs_per_entry": 2.5,
+              "bytes_per_entry": 12, "p50_ns": 4000, "p99_ns": 9000,
+              "items_per_second": 200000.0}
+        bad = {"name": "BM_SharedAppend<write_shared>/max_body:16/manual_time",
+               "run_type": "iteration", "error_occurred": True,
+               "error_message": "file holds 10 bytes, 20 were appended (a gap or an overlap)"}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "append.json")
+            with open(path, "w") as f:
+                json.dump({"context": ctx, "benchmarks": [bad, ok]}, f)
+            r = run(path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            t = {(c[0], c[2], c[3]): c for c in rows(r.stdout, columns=9).values()}
+            self.assertEqual(t[("tcp", "16 B", "tally")][4:9],
+                             ["200 k", "5.00 µs", "4.00 µs", "9.00 µs", "2.50"])
+            self.assertIn("failed: file holds 10 bytes", t[("tcp", "16 B", "write_shared")][4])
+            # Its own table only, not the latency table's.
+            self.assertNotIn("SharedAppend", r.stdout.split("appends/s")[0])
+
     def test_malformed_json(self):
         r = run(MALFORMED)
         self.assertEqual(r.returncode, 2)

@@ -163,6 +163,7 @@ void engine::post_request_recv(std::size_t k) {
 }
 
 void engine::broadcast(protocol::seq_t seq) {
+  if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();  // before anyone can answer
   // Reuse a broadcast slot whose sends all completed, else add one.
   bcast_slot* slot = nullptr;
   for (auto& b : bcasts_)
@@ -182,6 +183,7 @@ void engine::broadcast(protocol::seq_t seq) {
     check_mpi(MPI_Isend(&slot->seq, 1, MPI_UINT64_T, to, tag_request, comm_.get(), &slot->reqs[k++]),
               "MPI_Isend(REQUEST)");
   }
+  sends_active_ = true;
 }
 
 void engine::send_token(protocol::rank_t to) {
@@ -197,8 +199,10 @@ void engine::send_token(protocol::rank_t to) {
     slot->buf.resize(wire_.bytes());
   }
   wire_.pack(*t, payload_, slot->buf.data());
+  spare_ = std::move(*t);  // its storage receives the next token
   check_mpi(MPI_Isend(slot->buf.data(), 1, wire_.type(), to.value(), tag_token, comm_.get(), &slot->req),
             "MPI_Isend(token)");
+  sends_active_ = true;
 }
 
 void engine::execute(const protocol::step& s, const char* event) {
@@ -231,6 +235,7 @@ void engine::reap_sends(bool wait) {
       check_mpi(MPI_Test(&s.req, &flag, MPI_STATUS_IGNORE), "MPI_Test(token)");
     }
   }
+  sends_active_ = sends_pending();
 }
 
 bool engine::sends_pending() const noexcept {
@@ -261,11 +266,13 @@ bool engine::progress_locked() {
   }
   for (int c = 0; c < count; ++c) {
     if (done_idx_[static_cast<std::size_t>(c)] != 0) continue;
-    protocol::token t = wire_.unpack(token_buf_.data(), payload_);
-    post_token_recv();
-    execute(node_.on_token(std::move(t)), "token received");
+    // The token receive is posted again by the next broadcast(): until this rank
+    // requests again, no token can be sent to it. That keeps the Irecv off the
+    // path from the token's arrival to the critical section.
+    wire_.unpack(token_buf_.data(), payload_, spare_);
+    execute(node_.on_token(std::move(spare_)), "token received");
   }
-  if (!bcasts_.empty() || !token_sends_.empty()) reap_sends(false);
+  if (sends_active_) reap_sends(false);
   return count > 0;
 }
 

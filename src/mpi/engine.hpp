@@ -120,6 +120,8 @@ class engine {
   };
   std::vector<bcast_slot> bcasts_;
   std::vector<token_slot> token_sends_;
+  bool sends_active_ = false;  // some send may be incomplete (false: all reaped)
+  protocol::token spare_;      // storage for unpacking, recycled from sent tokens
 
   // -- progress thread
   std::atomic<bool> stop_{false};

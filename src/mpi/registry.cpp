@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <exception>
 #include <mutex>
@@ -17,6 +18,14 @@ namespace {
 std::mutex mu;
 std::vector<engine*> live;  // creation order
 bool hooked = false;
+// Readable without mu: live.size(), and its one engine when there is just one.
+std::atomic<std::size_t> count{0};
+std::atomic<const engine*> sole{nullptr};
+
+void publish_size() {  // mu held
+  count.store(live.size(), std::memory_order_relaxed);
+  sole.store(live.size() == 1 ? live.front() : nullptr, std::memory_order_relaxed);
+}
 
 int at_finalize(MPI_Comm, int, void*, void*) {
   // A snapshot: engines stay registered until their own free(), so that the ones
@@ -55,9 +64,15 @@ void add(engine* e) {
     hooked = true;
   }
   live.push_back(e);
+  publish_size();
 }
 
 void poll_others(const engine* self) noexcept {
+  // The common case, no mutex but `self` (which free() has already removed), costs
+  // no lock. A mutex created by another thread meanwhile is polled from the next
+  // call on.
+  const std::size_t c = count.load(std::memory_order_relaxed);
+  if (c == 0 || (c == 1 && sole.load(std::memory_order_relaxed) == self)) return;
   std::lock_guard lk(mu);
   for (engine* e : live)
     if (e != self) e->poll_nowait();
@@ -66,6 +81,7 @@ void poll_others(const engine* self) noexcept {
 void remove(engine* e) noexcept {
   std::lock_guard lk(mu);
   live.erase(std::remove(live.begin(), live.end(), e), live.end());
+  publish_size();
 }
 
 }  // namespace tally::detail::registry

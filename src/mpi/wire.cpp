@@ -40,9 +40,9 @@ void wire_format::pack(const protocol::token& t, std::span<const std::byte> payl
   if (payload_bytes_ > 0) std::memcpy(buf + payload_offset_, payload.data(), payload_bytes_);
 }
 
-protocol::token wire_format::unpack(const std::byte* buf, std::span<std::byte> payload) const {
+void wire_format::unpack(const std::byte* buf, std::span<std::byte> payload,
+                         protocol::token& t) const {
   const std::size_t un = static_cast<std::size_t>(n_);
-  protocol::token t;
   t.ln.resize(un);
   for (std::size_t j = 0; j < un; ++j) {
     std::uint64_t v;
@@ -53,7 +53,7 @@ protocol::token wire_format::unpack(const std::byte* buf, std::span<std::byte> p
   std::memcpy(&len, buf + 8 * un, 4);
   if (len < 0 || len >= n_) {
     t.queue.assign(un, protocol::rank_t(-1));  // malformed on purpose: well_formed fails
-    return t;
+    return;
   }
   t.queue.resize(static_cast<std::size_t>(len));
   for (std::size_t k = 0; k < t.queue.size(); ++k) {
@@ -62,7 +62,6 @@ protocol::token wire_format::unpack(const std::byte* buf, std::span<std::byte> p
     t.queue[k] = protocol::rank_t(r);
   }
   if (payload_bytes_ > 0) std::memcpy(payload.data(), buf + payload_offset_, payload_bytes_);
-  return t;
 }
 
 }  // namespace tally::detail

@@ -31,9 +31,10 @@ class wire_format {
   // Writes t and the payload (payload_bytes() bytes) into buf (bytes() bytes).
   void pack(const protocol::token& t, std::span<const std::byte> payload,
             std::byte* buf) const noexcept;
-  // Reads a token from buf and copies its payload out. A queue length outside
-  // [0, n) yields a token that protocol::token::well_formed rejects.
-  protocol::token unpack(const std::byte* buf, std::span<std::byte> payload) const;
+  // Reads a token from buf into t (reusing t's storage) and copies its payload
+  // out. A queue length outside [0, n) yields a token that
+  // protocol::token::well_formed rejects.
+  void unpack(const std::byte* buf, std::span<std::byte> payload, protocol::token& t) const;
 
   void free() { type_.free("MPI_Type_free(token)"); }
 

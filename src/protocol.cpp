@@ -39,6 +39,15 @@ bool token::well_formed(std::int32_t n, rank_t owner) const {
   if (n < 1 || ln.size() != static_cast<std::size_t>(n) ||
       queue.size() >= static_cast<std::size_t>(n))
     return false;
+  for (rank_t r : queue)
+    if (r.value() < 0 || r.value() >= n || r == owner) return false;
+  // Distinct: pairwise for short queues (no allocation on the handoff path).
+  if (queue.size() <= 16) {
+    for (std::size_t i = 0; i < queue.size(); ++i)
+      for (std::size_t k = i + 1; k < queue.size(); ++k)
+        if (queue[i] == queue[k]) return false;
+    return true;
+  }
   std::vector<bool> seen(static_cast<std::size_t>(n), false);
   for (rank_t r : queue) {
     if (r.value() < 0 || r.value() >= n || r == owner || seen[r.index()]) return false;
@@ -152,6 +161,16 @@ step node::send_to(rank_t to) {
   held_.reset();
   ++counters_.tokens_sent;
   return {status::ok, {action::kind::send_token, to, seq_t{}}};
+}
+
+bool node::waiter_known() const noexcept {
+  if (!held_) return false;
+  if (!held_->queue.empty()) return true;
+  for (std::int32_t j = 0; j < n_; ++j) {
+    const auto k = static_cast<std::size_t>(j);
+    if (j != self_.value() && rn_[k] == held_->ln[k].next()) return true;
+  }
+  return false;
 }
 
 std::optional<token> node::take_token() {

@@ -160,6 +160,10 @@ class node {
   bool withdrawn() const noexcept { return withdrawn_; }
   // True iff the token is at this node (idle or in the critical section).
   bool holds_token() const noexcept { return held_.has_value(); }
+  // True iff this node holds the token and, were it to release it now (unlock()
+  // from the CS, or an idle holder), would hand it on: its queue is non-empty or
+  // some other node's request is known and unserved (RN[j] = LN[j] + 1).
+  bool waiter_known() const noexcept;
   // The token while held here, else nullptr.
   const token* held() const noexcept { return held_ ? &*held_ : nullptr; }
   // The token between a send_token action and take_token(), else nullptr.

@@ -3,8 +3,13 @@
 #include <sys/prctl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include "mpi/registry.hpp"
 
@@ -17,6 +22,29 @@ constexpr int tag_token = 2;
 // REQUEST receives kept posted: enough that a burst of broadcasts lands in posted
 // buffers rather than MPI's unexpected-message queue.
 constexpr int max_posted_requests = 16;
+// unlock() polls for MPI messages every time, until this many unlock() polls in a
+// row found nothing; from then on (a holder re-entering with nobody asking) it
+// skips its poll while less time has passed since the last poll than
+// unlock_poll_factor times that poll's cost. Any message ends the quiet spell.
+// See docs/design.md, "Polling in unlock".
+constexpr std::uint32_t unlock_quiet_polls = 64;
+// A waiting lock() releases mu_ (and polls the process's other mutexes) once per
+// this many polls of its own.
+constexpr std::uint32_t release_every = 16;
+constexpr std::uint64_t unlock_poll_factor = 4;
+
+// A cheap monotonic tick count; its unit does not matter (only ratios are used).
+std::uint64_t ticks() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#elif defined(__aarch64__)
+  std::uint64_t v;
+  asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
 
 [[noreturn]] void fail(errc code, const std::string& what) { throw error(code, "tally: " + what); }
 
@@ -247,12 +275,15 @@ bool engine::sends_pending() const noexcept {
   return false;
 }
 
-bool engine::progress_locked() {
+bool engine::progress_locked(bool repost) {
   if (recv_reqs_.empty()) return false;
   int count = 0;
+  const std::uint64_t t0 = ticks();
   check_mpi(MPI_Testsome(static_cast<int>(recv_reqs_.size()), recv_reqs_.data(), &count,
                          done_idx_.data(), done_status_.data()),
             "MPI_Testsome");
+  last_poll_ = ticks();
+  poll_cost_ = last_poll_ - t0;
   if (count == MPI_UNDEFINED) count = 0;
   // Handle REQUESTs before the token: either order is a valid execution (channels
   // are unordered), and this one lets a just-arrived token be routed at once.
@@ -261,8 +292,10 @@ bool engine::progress_locked() {
     if (idx == 0) continue;
     const int from = done_status_[static_cast<std::size_t>(c)].MPI_SOURCE;
     const protocol::seq_t seq(request_bufs_[idx - 1]);
-    post_request_recv(idx - 1);
+    // Answer first (an idle holder sends the token now), post the receive again after.
     execute(node_.on_request(protocol::rank_t(from), seq), "REQUEST received");
+    if (repost) post_request_recv(idx - 1);
+    else unposted_.push_back(idx - 1);
   }
   for (int c = 0; c < count; ++c) {
     if (done_idx_[static_cast<std::size_t>(c)] != 0) continue;
@@ -272,7 +305,10 @@ bool engine::progress_locked() {
     wire_.unpack(token_buf_.data(), payload_, spare_);
     execute(node_.on_token(std::move(spare_)), "token received");
   }
-  if (sends_active_) reap_sends(false);
+  // Sends are reaped by polls that found nothing, off the path from a message's
+  // arrival to what it triggers (or when slots pile up).
+  if (sends_active_ && (count == 0 || bcasts_.size() + token_sends_.size() > 8)) reap_sends(false);
+  if (count > 0) quiet_unlocks_ = 0;
   return count > 0;
 }
 
@@ -318,7 +354,7 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
   slot_taken_ = true;
   try {
     execute(node_.lock(), "lock");
-    while (node_.mode() != protocol::mode::in_cs) {
+    for (std::uint32_t spin = 1; node_.mode() != protocol::mode::in_cs; ++spin) {
       progress_locked();
       if (node_.mode() == protocol::mode::in_cs) break;
       if (deadline && clock::now() >= *deadline) {
@@ -327,6 +363,7 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
         slot_cv_.notify_one();
         return false;
       }
+      if (spin % release_every != 0) continue;  // a tight loop detects the token soonest
       // Let the progress thread and other callers in between polls, and keep this
       // process's other mutexes answering.
       lk.unlock();
@@ -363,9 +400,20 @@ void engine::unlock() {
   require_live();
   if (owner_ != std::this_thread::get_id())
     fail(errc::not_owner, "unlock: calling thread does not hold the critical section");
-  // Learn of waiting ranks first, so that the token leaves with this unlock.
-  progress_locked();
+  // Learn of waiting ranks first, so that the token leaves with this unlock;
+  // unless a waiter is known already: then it leaves at once, and requests not yet
+  // seen here reach the next holder too. In a quiet spell, spend at most
+  // 1/unlock_poll_factor of the time polling: a poll over TCP costs far more than
+  // a local re-entry.
+  if (!node_.waiter_known() &&
+      (quiet_unlocks_ < unlock_quiet_polls ||
+       ticks() - last_poll_ >= unlock_poll_factor * poll_cost_)) {
+    // REQUEST receives are posted again after the token has left.
+    if (!progress_locked(false) && quiet_unlocks_ < unlock_quiet_polls) ++quiet_unlocks_;
+  }
   execute(node_.unlock(), "unlock");
+  for (std::size_t k : unposted_) post_request_recv(k);
+  unposted_.clear();
   owner_ = {};
   slot_taken_ = false;
   slot_cv_.notify_one();

@@ -71,8 +71,9 @@ class engine {
   // Carries out the action of a protocol step (sends). mu_ held.
   void execute(const protocol::step& s, const char* event);
   // Tests posted receives and outstanding sends once; handles what completed.
-  // Returns true if any message arrived. mu_ held.
-  bool progress_locked();
+  // Returns true if any message arrived. mu_ held. With repost false, the REQUEST
+  // receives that completed are left in unposted_ for the caller to post again.
+  bool progress_locked(bool repost = true);
   void post_request_recv(std::size_t k);
   void post_token_recv();
   void broadcast(protocol::seq_t seq);
@@ -106,6 +107,7 @@ class engine {
   // Pre-posted receives: [0] token, [1..] REQUESTs (any source).
   std::vector<MPI_Request> recv_reqs_;
   std::vector<std::uint64_t> request_bufs_;
+  std::vector<std::size_t> unposted_;  // REQUEST receives to post again (see unlock)
   std::vector<std::byte> token_buf_;
   std::vector<int> done_idx_;
   std::vector<MPI_Status> done_status_;
@@ -120,6 +122,9 @@ class engine {
   };
   std::vector<bcast_slot> bcasts_;
   std::vector<token_slot> token_sends_;
+  std::uint64_t last_poll_ = 0;  // ticks() at the end of the last MPI_Testsome
+  std::uint64_t poll_cost_ = 0;  // and what it took
+  std::uint32_t quiet_unlocks_ = 0;  // unlock() polls in a row that found nothing
   bool sends_active_ = false;  // some send may be incomplete (false: all reaped)
   protocol::token spare_;      // storage for unpacking, recycled from sent tokens
 

@@ -90,6 +90,20 @@ TEST(Node, HolderInCsDefersAndQueuesInIdOrderOnUnlock) {
   EXPECT_EQ(t->queue, std::vector<rank_t>{rank_t(3)});
 }
 
+TEST(Node, WaiterKnownPredictsHandoffOnUnlock) {
+  node a(rank_t(0), 3, rank_t(0));
+  EXPECT_FALSE(a.waiter_known());  // idle holder, nobody asked
+  ASSERT_TRUE(a.lock().ok());
+  EXPECT_FALSE(a.waiter_known());
+  ASSERT_TRUE(a.on_request(rank_t(2), seq_t(1)).ok());
+  EXPECT_TRUE(a.waiter_known());
+  ASSERT_EQ(a.unlock().act.what, kind::send_token);
+  EXPECT_FALSE(a.waiter_known());  // the token left
+  node b(rank_t(1), 3, rank_t(0));
+  ASSERT_TRUE(b.on_request(rank_t(2), seq_t(1)).ok());
+  EXPECT_FALSE(b.waiter_known());  // knows of a request, but holds no token
+}
+
 TEST(Node, TokenReceiptEntersAndUnlockServesOwnRequest) {
   node b(rank_t(1), 3, rank_t(0));
   ASSERT_EQ(b.lock().act.seq, seq_t(1));

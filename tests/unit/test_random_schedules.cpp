@@ -185,7 +185,14 @@ class random_run {
       case 4: {
         const rank_t i(in_cs[pick(in_cs.size())]);
         line = "exit " + std::to_string(i.value());
+        const bool known = w_.node(i).waiter_known();
         if (auto v = w_.exit(i); !v) return {true, v.reason};
+        // The runtime's unlock() skips its poll when waiter_known(): it must
+        // predict exactly whether the exit hands the token on.
+        if (known != w_.flight().has_value())
+          return {true, "waiter_known() was " + std::string(known ? "true" : "false") +
+                            " before `" + line + "`, which " +
+                            (w_.flight() ? "sent" : "kept") + " the token"};
         break;
       }
     }

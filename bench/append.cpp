@@ -214,16 +214,7 @@ void BM_SharedAppend(benchmark::State& state) {
   appends(16, false);
   barrier_polling(poll);
   m.begin();
-  const int n = w.size;
-  const std::int64_t per_rank = batch_iterations(state, n, n * max_batch_per_rank) / n;
-  while (state.KeepRunningBatch(per_rank * n)) {
-    const ns_t t0 = now_ns();
-    appends(per_rank, true);
-    const ns_t t = allreduce_polling(now_ns() - t0, MPI_MAX, poll);
-    state.SetIterationTime(static_cast<double>(t) * 1e-9);
-    m.add_time(t);
-    m.add_entries(static_cast<std::uint64_t>(per_rank));
-  }
+  run_all_ranks(state, m, max_batch_per_rank, [&](std::int64_t k) { appends(k, true); }, poll);
   barrier_polling(poll);
   m.end();
   m.publish(state, compare_to::nothing);

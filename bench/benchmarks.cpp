@@ -107,7 +107,6 @@ void run_contended(benchmark::State& state, ns_t cs_ns, ns_t think_ns) {
   std::optional<L> lk = make_lock<L>(state);
   if (!lk) return;
   auto poll = [&] { lk->poll(); };
-  const int n = world().size;
   measurement m;
   auto entry = [&](bool record) {
     lk->lock();
@@ -120,15 +119,12 @@ void run_contended(benchmark::State& state, ns_t cs_ns, ns_t think_ns) {
   for (int i = 0; i < warmup_entries; ++i) entry(false);
   barrier_polling(poll);
   m.begin();
-  const std::int64_t per_rank = batch_iterations(state, n, n * max_batch_per_rank) / n;
-  while (state.KeepRunningBatch(per_rank * n)) {
-    const ns_t t0 = now_ns();
-    for (std::int64_t i = 0; i < per_rank; ++i) entry(true);
-    const ns_t t = allreduce_polling(now_ns() - t0, MPI_MAX, poll);
-    state.SetIterationTime(static_cast<double>(t) * 1e-9);
-    m.add_time(t);
-    m.add_entries(static_cast<std::uint64_t>(per_rank));
-  }
+  const std::int64_t per_rank = run_all_ranks(
+      state, m, max_batch_per_rank,
+      [&](std::int64_t k) {
+        for (std::int64_t i = 0; i < k; ++i) entry(true);
+      },
+      poll);
   barrier_polling(poll);
   m.end();
   m.publish(state, compare_to::one_way, per_rank);

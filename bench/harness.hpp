@@ -156,4 +156,23 @@ class measurement {
   std::vector<ns_t> stamps_;
 };
 
+// The batch loop of benchmarks in which every rank works at once: each batch, every
+// rank calls body(k) with the same k (k entries of its own), the batch counts k × n
+// iterations, and its time is the span over all ranks. Returns k.
+template <class Body, class Poll>
+std::int64_t run_all_ranks(benchmark::State& state, measurement& m, std::int64_t max_per_rank,
+                           Body&& body, Poll&& poll) {
+  const int n = world().size;
+  const std::int64_t per_rank = batch_iterations(state, n, n * max_per_rank) / n;
+  while (state.KeepRunningBatch(per_rank * n)) {
+    const ns_t t0 = now_ns();
+    body(per_rank);
+    const ns_t t = allreduce_polling(now_ns() - t0, MPI_MAX, poll);
+    state.SetIterationTime(static_cast<double>(t) * 1e-9);
+    m.add_time(t);
+    m.add_entries(static_cast<std::uint64_t>(per_rank));
+  }
+  return per_rank;
+}
+
 }  // namespace bench

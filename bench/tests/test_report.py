@@ -90,6 +90,23 @@ class Report(unittest.TestCase):
             # Its own table only, not the latency table's.
             self.assertNotIn("SharedAppend", r.stdout.split("appends/s")[0])
 
+    def test_nodes_kept_apart(self):
+        run_ = {"name": "BM_Floor/manual_time", "run_type": "iteration", "real_time": 2.0,
+                "time_unit": "us", "ranks": 2, "msgs_per_entry": 1, "bytes_per_entry": 28,
+                "p50_ns": 1900, "p99_ns": 2500}
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for nodes in ("1", "2"):
+                paths.append(os.path.join(tmp, f"n{nodes}.json"))
+                with open(paths[-1], "w") as f:
+                    json.dump({"context": {"mpi_pml": "ucx", "mpi_ranks": "2",
+                                           "mpi_nodes": nodes}, "benchmarks": [run_]}, f)
+            r = run(*paths)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            firsts = [line.split("|")[1].strip() for line in r.stdout.splitlines()
+                      if "| Floor |" in line]
+            self.assertEqual(sorted(firsts), ["ucx", "ucx, 2 nodes"])
+
     def test_malformed_json(self):
         r = run(MALFORMED)
         self.assertEqual(r.returncode, 2)

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <vector>
 
 #include "support.hpp"
 
@@ -141,6 +142,52 @@ TEST_P(TimedProgress, TryLockNeverSendsAndOnlySucceedsAtAnIdleHolder) {
   EXPECT_EQ(m.stats().tokens_sent, 0u);
   if (holder) m.unlock();
   progress_barrier(MPI_COMM_WORLD, m);
+}
+
+// A holder that re-enters in a tight loop (long past the quiet spell in which
+// unlock() polls only now and then) still hands the token to every rank that asks,
+// in inline mode too: it loops until every other rank reports its entry, so a
+// starved requester would hang the test instead of passing it.
+TEST_P(TimedProgress, HolderReenteringInATightLoopStillHandsOver) {
+  const int n = world_size(), me = world_rank();
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  tally::options o;
+  o.progress = GetParam();
+  tally::mutex m(MPI_COMM_WORLD, o);
+  progress_barrier(MPI_COMM_WORLD, m);
+  if (me == 0) {
+    for (int i = 0; i < 10000; ++i) {  // a quiet spell: nobody asks yet
+      m.lock();
+      m.unlock();
+    }
+    for (int r = 1; r < n; ++r) signal(r);  // now ask, while rank 0 keeps re-entering
+    int reported = 0;
+    std::vector<MPI_Request> reqs(static_cast<std::size_t>(n > 1 ? n - 1 : 0));
+    std::vector<int> bufs(reqs.size());
+    for (int r = 1; r < n; ++r)
+      MPI_Irecv(&bufs[static_cast<std::size_t>(r - 1)], 1, MPI_INT, r, tag_signal + 1,
+                MPI_COMM_WORLD, &reqs[static_cast<std::size_t>(r - 1)]);
+    std::uint64_t entries = 0;
+    while (reported < n - 1) {
+      m.lock();
+      m.unlock();
+      ++entries;
+      int idx = 0, flag = 0;
+      MPI_Testany(static_cast<int>(reqs.size()), reqs.data(), &idx, &flag, MPI_STATUS_IGNORE);
+      if (flag && idx != MPI_UNDEFINED) ++reported;
+    }
+    EXPECT_GT(entries, 0u);
+  } else {
+    await_signal(0);
+    m.lock();
+    m.unlock();
+    int x = 1;
+    MPI_Send(&x, 1, MPI_INT, 0, tag_signal + 1, MPI_COMM_WORLD);
+  }
+  progress_barrier(MPI_COMM_WORLD, m);
+  const tally::stats s = m.stats();
+  if (me == 0) EXPECT_GE(s.local_acquisitions, 10000u);
+  else EXPECT_EQ(s.acquisitions, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Progress, TimedProgress,

@@ -411,9 +411,17 @@ void engine::unlock() {
     // REQUEST receives are posted again after the token has left.
     if (!progress_locked(false) && quiet_unlocks_ < unlock_quiet_polls) ++quiet_unlocks_;
   }
-  execute(node_.unlock(), "unlock");
-  for (std::size_t k : unposted_) post_request_recv(k);
-  unposted_.clear();
+  auto repost = [&] {
+    for (std::size_t k : unposted_) post_request_recv(k);
+    unposted_.clear();
+  };
+  try {
+    execute(node_.unlock(), "unlock");
+  } catch (...) {
+    repost();
+    throw;
+  }
+  repost();
   owner_ = {};
   slot_taken_ = false;
   slot_cv_.notify_one();

@@ -283,7 +283,9 @@ bool engine::progress_locked(bool repost) {
                          done_idx_.data(), done_status_.data()),
             "MPI_Testsome");
   last_poll_ = ticks();
-  poll_cost_ = last_poll_ - t0;
+  // Follows a cheaper poll at once but a dearer one at most twofold, so that one
+  // poll stretched by the scheduler cannot stretch unlock()'s quiet-spell interval.
+  poll_cost_ = std::min(last_poll_ - t0, 2 * poll_cost_ + 1);
   if (count == MPI_UNDEFINED) count = 0;
   // Handle REQUESTs before the token: either order is a valid execution (channels
   // are unordered), and this one lets a just-arrived token be routed at once.

@@ -24,7 +24,7 @@ constexpr int tag_token = 2;
 constexpr int max_posted_requests = 16;
 // unlock() polls for MPI messages every time, until this many unlock() polls in a
 // row found nothing; from then on (a holder re-entering with nobody asking) it
-// skips its poll while less time has passed since the last poll than
+// skips its poll while less time has passed since its last poll than
 // unlock_poll_factor times that poll's cost. Any message ends the quiet spell.
 // See docs/design.md, "Polling in unlock".
 constexpr std::uint32_t unlock_quiet_polls = 64;
@@ -278,14 +278,9 @@ bool engine::sends_pending() const noexcept {
 bool engine::progress_locked(bool repost) {
   if (recv_reqs_.empty()) return false;
   int count = 0;
-  const std::uint64_t t0 = ticks();
   check_mpi(MPI_Testsome(static_cast<int>(recv_reqs_.size()), recv_reqs_.data(), &count,
                          done_idx_.data(), done_status_.data()),
             "MPI_Testsome");
-  last_poll_ = ticks();
-  // Follows a cheaper poll at once but a dearer one at most twofold, so that one
-  // poll stretched by the scheduler cannot stretch unlock()'s quiet-spell interval.
-  poll_cost_ = std::min(last_poll_ - t0, 2 * poll_cost_ + 1);
   if (count == MPI_UNDEFINED) count = 0;
   // Handle REQUESTs before the token: either order is a valid execution (channels
   // are unordered), and this one lets a just-arrived token be routed at once.
@@ -411,7 +406,13 @@ void engine::unlock() {
       (quiet_unlocks_ < unlock_quiet_polls ||
        ticks() - last_poll_ >= unlock_poll_factor * poll_cost_)) {
     // REQUEST receives are posted again after the token has left.
-    if (!progress_locked(false) && quiet_unlocks_ < unlock_quiet_polls) ++quiet_unlocks_;
+    const std::uint64_t t0 = ticks();
+    const bool arrived = progress_locked(false);
+    last_poll_ = ticks();
+    // Follows a cheaper poll at once but a dearer one at most twofold, so that one
+    // poll stretched by the scheduler cannot stretch the quiet-spell interval.
+    poll_cost_ = std::min(last_poll_ - t0, 2 * poll_cost_ + 1);
+    if (!arrived && quiet_unlocks_ < unlock_quiet_polls) ++quiet_unlocks_;
   }
   auto repost = [&] {
     for (std::size_t k : unposted_) post_request_recv(k);

@@ -122,8 +122,8 @@ class engine {
   };
   std::vector<bcast_slot> bcasts_;
   std::vector<token_slot> token_sends_;
-  std::uint64_t last_poll_ = 0;  // ticks() at the end of the last MPI_Testsome
-  std::uint64_t poll_cost_ = 0;  // what a poll takes (estimate, see progress_locked)
+  std::uint64_t last_poll_ = 0;  // ticks() at the end of unlock()'s last poll
+  std::uint64_t poll_cost_ = 0;  // what that poll takes (estimate, see unlock)
   std::uint32_t quiet_unlocks_ = 0;  // unlock() polls in a row that found nothing
   bool sends_active_ = false;  // some send may be incomplete (false: all reaped)
   protocol::token spare_;      // storage for unpacking, recycled from sent tokens

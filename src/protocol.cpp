@@ -50,7 +50,7 @@ bool token::well_formed(std::int32_t n, rank_t owner) const {
   }
   std::vector<bool> seen(static_cast<std::size_t>(n), false);
   for (rank_t r : queue) {
-    if (r.value() < 0 || r.value() >= n || r == owner || seen[r.index()]) return false;
+    if (seen[r.index()]) return false;
     seen[r.index()] = true;
   }
   return true;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "baselines/mpi_util.hpp"
+#include "baselines/win_lock.hpp"
 #include "harness.hpp"
 
 #if TALLY_BENCH_HAVE_TALLY
@@ -70,7 +71,7 @@ class write_shared_appender {
   MPI_File fh_;
 };
 
-// A window with the next free offset at rank 0.
+// A window with the next free offset at rank 0 (for MPI_Fetch_and_op).
 class offset_window {
  public:
   explicit offset_window(MPI_Comm comm) : comm_(comm) {
@@ -95,27 +96,23 @@ class offset_window {
   std::uint64_t* base_ = nullptr;
 };
 
+// The win_lock baseline with the offset in its word.
 class win_lock_appender {
  public:
   static constexpr const char* name = "win_lock";
-  win_lock_appender(MPI_Comm comm, MPI_File fh) : w_(comm), fh_(fh) {}
+  win_lock_appender(MPI_Comm comm, MPI_File fh) : lk_(comm), fh_(fh) {}
   void append(const record& rec) {
-    const int home = offset_window::home;
-    std::uint64_t at = 0;
-    check(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, home, 0, w_.win()), "MPI_Win_lock");
-    check(MPI_Get(&at, 1, MPI_UINT64_T, home, 0, 1, MPI_UINT64_T, w_.win()), "MPI_Get(offset)");
-    check(MPI_Win_flush(home, w_.win()), "MPI_Win_flush(offset)");
-    next_ = at + rec.size();
-    check(MPI_Put(&next_, 1, MPI_UINT64_T, home, 0, 1, MPI_UINT64_T, w_.win()), "MPI_Put(offset)");
-    check(MPI_Win_unlock(home, w_.win()), "MPI_Win_unlock");
+    lk_.lock();  // MPI_Win_lock, MPI_Get of the offset, flush
+    const auto at = static_cast<std::uint64_t>(lk_.word());
+    lk_.put_word(static_cast<std::int64_t>(at + rec.size()));
+    lk_.unlock();
     write_at(fh_, at, rec);
   }
-  void poll() { w_.poll(); }
+  void poll() { lk_.poll(); }
 
  private:
-  offset_window w_;
+  bench::win_lock lk_;
   MPI_File fh_;
-  std::uint64_t next_ = 0;  // the Put's origin buffer, valid until the unlock
 };
 
 class fetch_and_op_appender {
@@ -214,7 +211,8 @@ void BM_SharedAppend(benchmark::State& state) {
   appends(16, false);
   barrier_polling(poll);
   m.begin();
-  run_all_ranks(state, m, max_batch_per_rank, [&](std::int64_t k) { appends(k, true); }, poll);
+  run_all_ranks(
+      state, m, max_batch_per_rank, [&](std::int64_t per_rank) { appends(per_rank, true); }, poll);
   barrier_polling(poll);
   m.end();
   m.publish(state, compare_to::nothing);

@@ -19,6 +19,11 @@ void win_lock::lock() {
   check(MPI_Win_flush(home, win_), "MPI_Win_flush(win_lock)");
 }
 
+void win_lock::put_word(std::int64_t v) {
+  put_ = v;
+  check(MPI_Put(&put_, 1, MPI_INT64_T, home, 0, 1, MPI_INT64_T, win_), "MPI_Put(win_lock)");
+}
+
 void win_lock::unlock() { check(MPI_Win_unlock(home, win_), "MPI_Win_unlock"); }
 
 }  // namespace bench

@@ -29,6 +29,10 @@ class win_lock {
 
   void lock();
   void unlock();
+  // While locked: the word at rank 0 as lock() read it, and a write of it that
+  // completes by unlock() (so the word can hold state the lock protects).
+  std::int64_t word() const noexcept { return probe_; }
+  void put_word(std::int64_t v);
   // Drives MPI progress for passive-target implementations that need the target
   // (rank 0) inside MPI.
   void poll() { kick_progress(comm_.get()); }
@@ -39,6 +43,7 @@ class win_lock {
   MPI_Win win_ = MPI_WIN_NULL;
   std::int64_t* base_ = nullptr;
   std::int64_t probe_ = 0;
+  std::int64_t put_ = 0;  // put_word()'s origin buffer, valid until unlock()
 };
 
 }  // namespace bench

@@ -15,6 +15,7 @@
 #include <concepts>
 
 #include "baselines/lock_server.hpp"
+#include "core/token_layout.hpp"
 #include "baselines/ricart_agrawala.hpp"
 #include "baselines/rma_mcs.hpp"
 #include "baselines/win_lock.hpp"
@@ -80,9 +81,10 @@ static_assert(lock_kind<win_lock> && lock_kind<rma_mcs> && lock_kind<lock_server
               lock_kind<ricart_agrawala>);
 
 // The wire size of tally's token for n ranks and no payload, as the runtime lays
-// it out (src/mpi/wire.hpp): LN[n] as 64-bit counters, a 32-bit queue length and
-// Q[n] as 32-bit ranks. BM_Floor sends a message of this size; the self-test
-// checks it against the largest message tally really sends.
-constexpr int token_bytes(int n) noexcept { return 8 * n + 4 + 4 * n; }
+// it out (core/token_layout.hpp). BM_Floor sends a message of this size; the
+// self-test checks it against the largest message tally really sends.
+constexpr int token_bytes(int n) noexcept {
+  return static_cast<int>(tally::protocol::token_layout::bytes(static_cast<std::size_t>(n)));
+}
 
 }  // namespace bench

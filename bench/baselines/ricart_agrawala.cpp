@@ -7,7 +7,7 @@ namespace bench {
 
 ricart_agrawala::ricart_agrawala(MPI_Comm comm)
     : comm_(comm),
-      deferred_(static_cast<std::size_t>(comm_.size()), 0),
+      ra_(comm_.rank(), comm_.size()),
       request_sends_(static_cast<std::size_t>(comm_.size()), MPI_REQUEST_NULL),
       reply_sends_(static_cast<std::size_t>(comm_.size()), MPI_REQUEST_NULL) {
   post_recv();
@@ -43,12 +43,6 @@ void ricart_agrawala::post_recv() {
         "MPI_Irecv(ricart_agrawala)");
 }
 
-bool ricart_agrawala::defers(std::uint64_t stamp, int from) const noexcept {
-  if (in_cs_) return true;
-  if (!requesting_) return false;
-  return my_stamp_ < stamp || (my_stamp_ == stamp && comm_.rank() < from);
-}
-
 void ricart_agrawala::reply(int to) {
   MPI_Request& r = reply_sends_[static_cast<std::size_t>(to)];
   check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait(REPLY)");  // the previous one, long done
@@ -65,15 +59,10 @@ void ricart_agrawala::poll() {
     const std::uint64_t stamp = recv_buf_;
     const int kind = st.MPI_TAG;
     post_recv();
-    if (kind == tag_reply) {
-      ++replies_;
-    } else {
-      clock_ = std::max(clock_, stamp);
-      if (defers(stamp, from))
-        deferred_[static_cast<std::size_t>(from)] = 1;
-      else
-        reply(from);
-    }
+    if (kind == tag_reply)
+      (void)ra_.on_reply();  // in_cs() tells lock() when the last one came
+    else if (ra_.on_request(from, stamp))
+      reply(from);
   }
 }
 
@@ -82,27 +71,20 @@ void ricart_agrawala::lock() {
   // The previous broadcast is complete at its targets (all of them replied);
   // finish it locally before my_stamp_ changes.
   check(MPI_Waitall(n, request_sends_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall(REQUEST)");
-  requesting_ = true;
-  my_stamp_ = ++clock_;
-  replies_ = 0;
-  for (int j = 0; j < n; ++j) {
+  my_stamp_ = ra_.lock();
+  for (int j = 0; j < n; ++j) {  // none when n == 1: lock() entered at once
     if (j == comm_.rank()) continue;
     check(MPI_Isend(&my_stamp_, 1, MPI_UINT64_T, j, tag_request, comm_.get(),
                     &request_sends_[static_cast<std::size_t>(j)]),
           "MPI_Isend(REQUEST)");
   }
-  while (replies_ < n - 1) poll();
-  in_cs_ = true;
+  while (!ra_.in_cs()) poll();
 }
 
 void ricart_agrawala::unlock() {
-  in_cs_ = false;
-  requesting_ = false;
-  for (std::size_t j = 0; j < deferred_.size(); ++j) {
-    if (!deferred_[j]) continue;
-    deferred_[j] = 0;
-    reply(static_cast<int>(j));
-  }
+  owed_.clear();
+  ra_.unlock(owed_);
+  for (std::int32_t j : owed_) reply(j);
 }
 
 }  // namespace bench

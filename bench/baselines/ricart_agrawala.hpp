@@ -1,13 +1,10 @@
-// bench/baselines/ricart_agrawala.hpp — Ricart & Agrawala, "An optimal algorithm
-// for mutual exclusion in computer networks", CACM 24(1), 1981.
+// bench/baselines/ricart_agrawala.hpp — Ricart & Agrawala (CACM 1981) over MPI.
 //
-// A rank that wants the lock stamps a REQUEST with its Lamport clock and sends it
-// to every other rank; it enters once all n-1 have replied. A rank replies at once
-// unless it is in the critical section or requesting with an older stamp
-// (ties broken by rank), in which case it defers the REPLY until unlock. Every
-// entry costs exactly 2(n-1) messages; no state stays with the last holder, so a
-// re-entry costs the same as any other. Requests are answered only inside lock(),
-// unlock() and poll().
+// The algorithm is protocol::ricart_agrawala (core/ricart_agrawala.hpp), the same
+// state machine the simulator drives; this class carries its messages: REQUEST =
+// the 64-bit stamp to every other rank, REPLY = an empty message, deferred REPLYs
+// sent at unlock in priority order. Every entry costs exactly 2(n-1) messages.
+// Requests are answered only inside lock(), unlock() and poll().
 #pragma once
 
 #include <mpi.h>
@@ -16,6 +13,7 @@
 #include <vector>
 
 #include "baselines/mpi_util.hpp"
+#include "core/ricart_agrawala.hpp"
 
 namespace bench {
 
@@ -42,18 +40,13 @@ class ricart_agrawala {
   void teardown();
   void post_recv();
   void reply(int to);
-  // True if REQUEST(stamp, from) must wait for this rank's own entry.
-  bool defers(std::uint64_t stamp, int from) const noexcept;
 
   comm_dup comm_;
-  std::uint64_t clock_ = 0;       // Lamport clock
-  std::uint64_t my_stamp_ = 0;    // stamp of the outstanding request
-  bool requesting_ = false;       // from lock() until unlock()
-  bool in_cs_ = false;
-  int replies_ = 0;               // REPLYs received for the outstanding request
-  std::vector<char> deferred_;    // deferred_[j]: REPLY owed to j at unlock
+  tally::protocol::ricart_agrawala ra_;
+  std::uint64_t my_stamp_ = 0;    // what the outstanding REQUEST sends read
   std::uint64_t recv_buf_ = 0;
   MPI_Request recv_ = MPI_REQUEST_NULL;
+  std::vector<std::int32_t> owed_;          // REPLYs to send at unlock
   std::vector<MPI_Request> request_sends_;  // by destination; all read my_stamp_
   std::vector<MPI_Request> reply_sends_;    // by destination
 };

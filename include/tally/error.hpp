@@ -7,22 +7,27 @@
 #include <stdexcept>
 #include <string>
 
+#include "tally/common.h"
 #include "tally/export.h"
 
 namespace tally {
 
-// Numerically identical to the TALLY_* codes in tally.h.
+// Each value is its TALLY_* code of tally/common.h, by definition.
 enum class errc : int {
-  success = 0,
-  arg = 1,          // null or invalid argument, communicator, rank or size
-  not_owner = 2,    // unlock (or payload access) without holding the critical section
-  deadlock = 3,     // lock/try_lock on a rank (or thread) that already holds the critical section
-  thread_level = 4, // MPI cannot provide the thread level the chosen progress mode needs
-  mpi = 5,          // an MPI call failed; the message carries MPI's error string
-  state = 6,        // call not valid in the current state (use after free, after MPI_Finalize, ...)
+  success = TALLY_SUCCESS,
+  arg = TALLY_ERR_ARG,                    // null or invalid argument, communicator, rank, size or option
+  not_owner = TALLY_ERR_NOT_OWNER,        // unlock (or payload access) without holding the critical section
+  deadlock = TALLY_ERR_DEADLOCK,          // lock/try_lock by a thread that already holds the critical section
+  thread_level = TALLY_ERR_THREAD_LEVEL,  // MPI cannot provide the thread level the progress mode needs
+  mpi = TALLY_ERR_MPI,                    // an MPI call failed; the message carries MPI's error string
+  state = TALLY_ERR_STATE,                // not valid now (use after free, after MPI_Finalize, ...)
 };
+inline constexpr errc last_errc = errc::state;
+static_assert(static_cast<int>(last_errc) == TALLY_ERR_LAST,
+              "every TALLY_ERR_* code needs its tally::errc");
 
-// Short, stable description of a code ("invalid argument", ...). Never null.
+// Short, stable description of a code ("invalid argument", ...). Never null; an
+// unknown code gives "unknown tally error code".
 TALLY_API const char* describe(errc code) noexcept;
 
 // What tally throws. code() is the failure class; mpi_error() is the MPI error

@@ -75,23 +75,33 @@ class guarded {
   // Blocks until this thread holds the critical section; the guard holds the value.
   guard lock() {
     m_.lock();
-    return guard(this);
+    return enter();
   }
   // A guard if this rank holds the token idle, else nullopt; never sends.
   std::optional<guard> try_lock() {
     if (!m_.try_lock()) return std::nullopt;
-    return guard(this);
+    return enter();
   }
   template <class Rep, class Period>
   std::optional<guard> try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
     if (!m_.try_lock_for(timeout)) return std::nullopt;
-    return guard(this);
+    return enter();
   }
 
   // The underlying mutex: poll(), stats(), free(), rank(), size().
   class mutex& mutex() noexcept { return m_; }
 
  private:
+  // The guard of the critical section just entered. If it cannot be built (T's
+  // constructor throws), the critical section is left before the exception leaves.
+  guard enter() {
+    try {
+      return guard(this);
+    } catch (...) {
+      m_.unlock();
+      throw;
+    }
+  }
   static options with_payload(options o) {
     o.payload_bytes = sizeof(T);
     return o;

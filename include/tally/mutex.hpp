@@ -27,52 +27,20 @@
 
 #include "tally/error.hpp"
 #include "tally/export.h"
+#include "tally/options.hpp"
 
 namespace tally {
 
-// Who drives MPI progress for the mutex. Thread levels each mode needs:
-enum class progress_mode {
-  in_calls,  // inside every tally call and poll(); needs MPI_THREAD_SINGLE or more
-  thread,    // plus a background thread per mutex; needs MPI_THREAD_MULTIPLE
-};
-
-// How the progress thread waits between polls (thread mode only). On a machine with
-// one core per rank the thread competes with the application for that core.
-struct poll_policy {
-  enum class strategy {
-    spin,     // poll continuously: lowest latency, burns a core
-    backoff,  // spin while there is traffic, then sleep, doubling up to `interval`
-    sleep,    // poll, then sleep `interval`
-  };
-  strategy how = strategy::backoff;
-  std::chrono::microseconds interval{100};
-};
-
-struct options {
-  int initial_owner = 0;  // rank that holds the token at creation
-  progress_mode progress = progress_mode::in_calls;
-  poll_policy polling{};
-  // Bytes of application state that travel inside the token (see payload()).
-  // Must be equal on all ranks and at most max_payload_bytes.
-  std::size_t payload_bytes = 0;
-};
-
-// Upper bound on options::payload_bytes (1 MiB): the token moves on every handoff.
-inline constexpr std::size_t max_payload_bytes = std::size_t{1} << 20;
-
-// Per-rank counters since creation.
-struct stats {
-  std::uint64_t acquisitions = 0;        // critical-section entries
-  std::uint64_t local_acquisitions = 0;  // entries that cost zero messages
-  std::uint64_t requests_sent = 0;       // REQUEST messages sent: n-1 per broadcast
-  std::uint64_t requests_received = 0;   // REQUEST messages received
-  std::uint64_t tokens_sent = 0;
-  std::uint64_t tokens_received = 0;
-};
-
 namespace detail {
 class engine;
-}
+// A creation that must fail on every rank because of a bad argument found on this
+// one (the C API's NULL output handle): the mutex is created collectively and the
+// error raised everywhere, as for a bad option.
+struct refusal {
+  errc code;
+  std::string what;
+};
+}  // namespace detail
 
 // A checked view of the token's payload, taken inside the critical section. Every
 // access throws errc::not_owner unless the calling thread is still in the same
@@ -115,6 +83,8 @@ class TALLY_API mutex {
   // an out-of-range owner, a payload over the limit or differing across ranks;
   // errc::thread_level for progress_mode::thread without MPI_THREAD_MULTIPLE.
   explicit mutex(MPI_Comm comm, const options& opts = {});
+  // Collective creation that fails on every rank, with `why` raised on this one.
+  mutex(MPI_Comm comm, const options& opts, detail::refusal why);
 
   // Collective construction from any communicator object convertible to MPI_Comm,
   // such as boost::mpi::communicator.
@@ -167,13 +137,12 @@ class TALLY_API mutex {
   // is thrown after the teardown completed.
   void free();
 
-  struct stats stats() const;
+  tally::stats stats() const;
   int rank() const;
   int size() const;
 
  private:
   bool lock_until(std::chrono::steady_clock::time_point deadline);
-  detail::engine& live() const;
 
   std::unique_ptr<detail::engine> engine_;
 };

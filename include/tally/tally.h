@@ -1,7 +1,7 @@
 /* tally/tally.h — C API of tally, a distributed critical section for MPI.
  *
  * Usable from C11 and C++. Every function returns TALLY_SUCCESS or one of the
- * TALLY_ERR_* codes below; tally_strerror() explains a code. Create and free are
+ * TALLY_ERR_* codes of tally/common.h; tally_strerror() explains a code. Create and free are
  * collective over the communicator; the other calls are local to the rank.
  *
  *   tally_mutex m;
@@ -16,19 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tally/common.h" /* TALLY_SUCCESS, TALLY_ERR_*, tally_stats */
 #include "tally/export.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define TALLY_SUCCESS 0
-#define TALLY_ERR_ARG 1          /* null/invalid communicator, owner out of range, null pointer */
-#define TALLY_ERR_NOT_OWNER 2    /* unlock or payload access without holding the critical section */
-#define TALLY_ERR_DEADLOCK 3     /* lock, trylock or timedlock while already holding it */
-#define TALLY_ERR_THREAD_LEVEL 4 /* TALLY_PROGRESS_THREAD without MPI_THREAD_MULTIPLE */
-#define TALLY_ERR_MPI 5          /* an MPI call failed */
-#define TALLY_ERR_STATE 6        /* not valid now: use after free, after MPI_Finalize, ... */
 
 typedef struct tally_mutex_s *tally_mutex;
 
@@ -43,18 +36,6 @@ typedef struct {
   tally_poll poll;            /* default TALLY_POLL_BACKOFF */
   unsigned poll_interval_us;  /* sleep (or maximum backoff) between polls; default 100 */
 } tally_options;
-
-typedef struct {
-  uint64_t acquisitions;       /* critical-section entries */
-  uint64_t local_acquisitions; /* entries that cost zero messages */
-  uint64_t requests_sent;      /* REQUEST messages, n-1 per broadcast */
-  uint64_t requests_received;
-  uint64_t tokens_sent;
-  uint64_t tokens_received;
-} tally_stats;
-
-/* Largest payload tally_mutex_create_payload accepts, in bytes (1 MiB). */
-#define TALLY_MAX_PAYLOAD_BYTES ((size_t)1 << 20)
 
 /* Sets *opts to the defaults: owner 0, inline progress, backoff polling up to 100 us. */
 TALLY_API void tally_options_init(tally_options *opts);

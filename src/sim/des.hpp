@@ -1,14 +1,14 @@
-// sim/des.hpp — tally-sim's discrete-event engine.
+// sim/des.hpp — tally-sim's discrete-event scheduler.
 //
-// engine<Model> owns the clock, the event queue, the network model
+// scheduler<Model> owns the clock, the event queue, the network model
 // (network_model.hpp), the workload (who requests when, for how long) and the raw
-// measurements. The mutual-exclusion algorithm is the Model (sim/algorithms/): it
+// measurements. The mutual-exclusion algorithm is the Model (sim/models/): it
 // turns lock / unlock / message events into sends and CS entries through the
-// engine's services. The engine checks, on every entry, that no other node is in
+// scheduler's services. The scheduler checks, on every entry, that no other rank is in
 // its critical section, and throws invariant_violation if one is.
 //
 // Determinism: all times are integer picoseconds; events at equal times run in the
-// order they were scheduled; random draws come from per-node streams derived from
+// order they were scheduled; random draws come from per-rank streams derived from
 // the seed. The same workload and parameters give the same results, bit for bit.
 //
 // Scale: a broadcast or multicast is ONE record that delivers to recipient p at
@@ -32,7 +32,7 @@
 namespace tally::sim {
 
 // A simulator invariant failed (mutual exclusion, token conservation, accounting).
-// Always a bug in a model or in the engine, never a user error.
+// Always a bug in a model or in the scheduler, never a user error.
 class invariant_violation : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -84,12 +84,12 @@ struct duration_dist {
 };
 
 struct workload {
-  std::int32_t nodes = 0;
-  std::vector<std::int32_t> active;  // ascending ids of the nodes that ever request
+  std::int32_t ranks = 0;
+  std::vector<std::int32_t> active;  // ascending ids of the ranks that ever request
   duration_dist cs;                  // time spent in the critical section
   duration_dist think;               // time before each request, the first included
-  std::uint64_t requests_per_node = 0;  // exactly one of these two is nonzero:
-  std::uint64_t total_requests = 0;     // per active node, or in total
+  std::uint64_t requests_per_rank = 0;  // exactly one of these two is nonzero:
+  std::uint64_t total_requests = 0;     // per active rank, or in total
   std::uint64_t seed = 0;
 };
 
@@ -104,8 +104,8 @@ struct raw_results {
   std::vector<ps_t> waits;        // request -> entry, in entry order
   std::vector<ps_t> issue_times;  // request time of each entry, in entry order
   std::vector<ps_t> handoffs;     // exit -> next entry, when the entrant was waiting
-  std::vector<std::uint64_t> entries_per_node;
-  std::vector<ps_t> wait_sum_per_node;
+  std::vector<std::uint64_t> entries_per_rank;
+  std::vector<ps_t> wait_sum_per_rank;
 };
 
 // Called every so many events with (CS entries so far, events so far).
@@ -120,7 +120,7 @@ struct event {
   std::uint64_t tie;
   type what;
   msg_kind kind;
-  std::int32_t a;  // lock/unlock: node; arrive/handle: from
+  std::int32_t a;  // lock/unlock: rank; arrive/handle: from
   std::int32_t b;  // arrive/handle: to
   std::uint64_t val;
 };
@@ -207,24 +207,27 @@ struct delay_lane {
 
 }  // namespace detail
 
-// Model requirements (see sim/algorithms/ for the three models):
+// Model requirements (see sim/models/ for the three models):
+//   static const char* name           the --algorithm value
+//   static msg_kind kinds[]           the message kinds it sends (report columns)
 //   bool sink(int32 j) const          messages to j cost j nothing and change nothing
 //   void prefetch(int32 to, int32 from) const   cache hint for a coming delivery
+//   uint64 local_entries(const raw_results&) const   entries that cost no message
 //   void lock(E&, int32 i)            i wants the CS (it has no outstanding request)
 //   void unlock(E&, int32 i)          i leaves the CS
 //   void deliver(E&, const message&)  a message is handled at m.to at e.now()
 //   void finish(const E&) const       end-of-run checks; throws invariant_violation
-// where E is engine<Model>. A model calls e.enter(i) when i enters its CS.
+// where E is scheduler<Model>. A model calls e.enter(i) when i enters its CS.
 template <class Model>
-class engine {
+class scheduler {
  public:
   // Throws tally::error(errc::arg) unless n >= 2, the active ids are ascending and
   // in range, and exactly one of the two request budgets is set.
   template <class... Args>
-  engine(const network_params& net, workload w, Args&&... model_args);
+  scheduler(const network_params& net, workload w, Args&&... model_args);
 
-  engine(const engine&) = delete;
-  engine& operator=(const engine&) = delete;
+  scheduler(const scheduler&) = delete;
+  scheduler& operator=(const scheduler&) = delete;
 
   // Runs to completion (every request served). Call once.
   raw_results run(const progress_fn& progress = {}, std::uint64_t progress_every = 1u << 20);
@@ -239,16 +242,16 @@ class engine {
   // Point-to-point message.
   void send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
             std::uint64_t val = 0);
-  // To every other node, in rotating order from+1, from+2, ... (mod n).
+  // To every other rank, in rotating order from+1, from+2, ... (mod n).
   void broadcast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::uint64_t val);
   // To `to` in the given order. Take the vector from borrow_list() to reuse storage.
   void multicast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::vector<std::int32_t> to,
                  std::uint64_t val = 0);
   std::vector<std::int32_t> borrow_list();
-  // Node i enters its critical section now. Throws invariant_violation if another
-  // node is in its CS or i has no outstanding request.
+  // Rank i enters its critical section now. Throws invariant_violation if another
+  // rank is in its CS or i has no outstanding request.
   void enter(std::int32_t i);
-  // The node in its critical section, or -1.
+  // The rank in its critical section, or -1.
   std::int32_t occupant() const noexcept { return occupant_; }
   // Messages of kind k sent so far, and critical-section entries so far.
   std::uint64_t sent(msg_kind k) const noexcept { return r_.messages[static_cast<std::size_t>(k)]; }
@@ -295,7 +298,7 @@ class engine {
   std::vector<ps_t> tx_, rx_;            // send port / receive handler free at
   std::vector<ps_t> issued_at_;          // outstanding request's time
   std::vector<std::uint8_t> requesting_;
-  std::vector<std::uint64_t> budget_;    // per-node requests left (per-node mode)
+  std::vector<std::uint64_t> budget_;    // per-rank requests left (per-rank mode)
   std::vector<rng> rng_;
   std::uint64_t total_left_ = 0;         // requests left (total mode)
   std::uint64_t issued_ = 0;

@@ -1,4 +1,4 @@
-// sim/des_impl.hpp — engine<Model> member definitions; included by des.hpp only.
+// sim/des_impl.hpp — scheduler<Model> member definitions; included by des.hpp only.
 #pragma once
 
 #include <algorithm>
@@ -10,11 +10,11 @@ namespace tally::sim {
 
 template <class Model>
 template <class... Args>
-engine<Model>::engine(const network_params& net, workload w, Args&&... model_args)
+scheduler<Model>::scheduler(const network_params& net, workload w, Args&&... model_args)
     : net_(net),
       w_(std::move(w)),
-      n_(w_.nodes),
-      model_((validate(w_), w_.nodes), w_.active, std::forward<Args>(model_args)...) {
+      n_(w_.ranks),
+      model_((validate(w_), w_.ranks), w_.active, std::forward<Args>(model_args)...) {
   const auto n = static_cast<std::size_t>(n_);
   tx_.assign(n, 0);
   rx_.assign(n, 0);
@@ -23,27 +23,27 @@ engine<Model>::engine(const network_params& net, workload w, Args&&... model_arg
   budget_.assign(n, 0);
   rng_.reserve(n);
   for (std::size_t i = 0; i < n; ++i) rng_.emplace_back(w_.seed * 0x9e3779b97f4a7c15ULL + i);
-  if (w_.requests_per_node > 0)
-    for (std::int32_t i : w_.active) budget_[static_cast<std::size_t>(i)] = w_.requests_per_node;
+  if (w_.requests_per_rank > 0)
+    for (std::int32_t i : w_.active) budget_[static_cast<std::size_t>(i)] = w_.requests_per_rank;
   total_left_ = w_.total_requests;
-  r_.entries_per_node.assign(n, 0);
-  r_.wait_sum_per_node.assign(n, 0);
+  r_.entries_per_rank.assign(n, 0);
+  r_.wait_sum_per_rank.assign(n, 0);
 }
 
 template <class Model>
-void engine<Model>::validate(const workload& w) {
+void scheduler<Model>::validate(const workload& w) {
   auto bad = [](const std::string& why) { throw error(errc::arg, "tally-sim: " + why); };
-  if (w.nodes < 2) bad("need at least 2 nodes, got " + std::to_string(w.nodes));
-  if (w.active.empty()) bad("no node requests");
+  if (w.ranks < 2) bad("need at least 2 ranks, got " + std::to_string(w.ranks));
+  if (w.active.empty()) bad("no rank requests");
   for (std::size_t k = 0; k < w.active.size(); ++k)
-    if (w.active[k] < 0 || w.active[k] >= w.nodes || (k > 0 && w.active[k] <= w.active[k - 1]))
-      bad("active nodes must be distinct ids in [0, nodes), ascending");
-  if ((w.requests_per_node > 0) == (w.total_requests > 0))
-    bad("set exactly one of requests_per_node and total_requests");
+    if (w.active[k] < 0 || w.active[k] >= w.ranks || (k > 0 && w.active[k] <= w.active[k - 1]))
+      bad("active ranks must be distinct ids in [0, ranks), ascending");
+  if ((w.requests_per_rank > 0) == (w.total_requests > 0))
+    bad("set exactly one of requests_per_rank and total_requests");
 }
 
 template <class Model>
-void engine<Model>::advance(ps_t t) {
+void scheduler<Model>::advance(ps_t t) {
   if (t < now_)
     throw invariant_violation("tally-sim: time went backwards, from " + std::to_string(now_) +
                               " to " + std::to_string(t) + " ps");
@@ -51,13 +51,13 @@ void engine<Model>::advance(ps_t t) {
 }
 
 template <class Model>
-void engine<Model>::schedule(ps_t t, event::type what, msg_kind k, std::int32_t a,
+void scheduler<Model>::schedule(ps_t t, event::type what, msg_kind k, std::int32_t a,
                              std::int32_t b, std::uint64_t val) {
   heap_.push(event{t, tie_++, what, k, a, b, val});
 }
 
 template <class Model>
-void engine<Model>::schedule_in(ps_t delay, event::type what, msg_kind k, std::int32_t a,
+void scheduler<Model>::schedule_in(ps_t delay, event::type what, msg_kind k, std::int32_t a,
                                 std::int32_t b, std::uint64_t val) {
   std::size_t d = 0;
   while (d < delays_.size() && delays_[d].delay != delay) ++d;
@@ -66,7 +66,7 @@ void engine<Model>::schedule_in(ps_t delay, event::type what, msg_kind k, std::i
 }
 
 template <class Model>
-ps_t engine<Model>::reserve_port(std::int32_t from, ps_t busy) {
+ps_t scheduler<Model>::reserve_port(std::int32_t from, ps_t busy) {
   ps_t& port = tx_[static_cast<std::size_t>(from)];
   const ps_t start = std::max(now_, port);
   port = start + busy;
@@ -74,7 +74,7 @@ ps_t engine<Model>::reserve_port(std::int32_t from, ps_t busy) {
 }
 
 template <class Model>
-void engine<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
+void scheduler<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
                          std::uint64_t val) {
   const ps_t start = reserve_port(from, net_.slot(bytes));
   const auto ki = static_cast<std::size_t>(k);
@@ -89,7 +89,7 @@ void engine<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::ui
 // Reserves the sender's port for `count` back-to-back messages and schedules the
 // first delivery; the cast then moves to its lane (fire_cast).
 template <class Model>
-void engine<Model>::start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes,
+void scheduler<Model>::start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes,
                                std::int32_t count, std::uint32_t list, std::uint64_t val) {
   const ps_t slot = net_.slot(bytes);
   const ps_t start = reserve_port(from, slot * count);
@@ -116,13 +116,13 @@ void engine<Model>::start_cast(std::int32_t from, msg_kind k, std::uint64_t byte
 }
 
 template <class Model>
-void engine<Model>::broadcast(std::int32_t from, msg_kind k, std::uint64_t bytes,
+void scheduler<Model>::broadcast(std::int32_t from, msg_kind k, std::uint64_t bytes,
                               std::uint64_t val) {
   start_cast(from, k, bytes, n_ - 1, detail::cast::no_list, val);
 }
 
 template <class Model>
-std::vector<std::int32_t> engine<Model>::borrow_list() {
+std::vector<std::int32_t> scheduler<Model>::borrow_list() {
   if (spare_lists_.empty()) return {};
   std::vector<std::int32_t> v = std::move(spare_lists_.back());
   spare_lists_.pop_back();
@@ -131,7 +131,7 @@ std::vector<std::int32_t> engine<Model>::borrow_list() {
 }
 
 template <class Model>
-void engine<Model>::multicast(std::int32_t from, msg_kind k, std::uint64_t bytes,
+void scheduler<Model>::multicast(std::int32_t from, msg_kind k, std::uint64_t bytes,
                               std::vector<std::int32_t> to, std::uint64_t val) {
   if (to.empty()) {
     spare_lists_.push_back(std::move(to));
@@ -151,7 +151,7 @@ void engine<Model>::multicast(std::int32_t from, msg_kind k, std::uint64_t bytes
 }
 
 template <class Model>
-std::int32_t engine<Model>::recipient(const detail::cast& c) const noexcept {
+std::int32_t scheduler<Model>::recipient(const detail::cast& c) const noexcept {
   if (c.list != detail::cast::no_list) return lists_[c.list][static_cast<std::size_t>(c.pos)];
   std::int32_t r = c.from + 1 + c.pos;
   return r >= n_ ? r - n_ : r;
@@ -160,7 +160,7 @@ std::int32_t engine<Model>::recipient(const detail::cast& c) const noexcept {
 // A message reaches m.to's receive handler; `t` is when an idle handler would be done
 // with it (arrival + o). A busy handler defers it; a sink drops it.
 template <class Model>
-void engine<Model>::arrive(ps_t t, const message& m) {
+void scheduler<Model>::arrive(ps_t t, const message& m) {
   advance(t);
   if (model_.sink(m.to)) return;
   ps_t& rx = rx_[static_cast<std::size_t>(m.to)];
@@ -175,7 +175,7 @@ void engine<Model>::arrive(ps_t t, const message& m) {
 }
 
 template <class Model>
-void engine<Model>::fire_cast(std::size_t lane_index, detail::cast c) {
+void scheduler<Model>::fire_cast(std::size_t lane_index, detail::cast c) {
   arrive(c.t, message{c.kind, c.from, recipient(c), c.val});
   if (++c.pos < c.count) {
     c.t += lanes_[lane_index].slot;
@@ -188,7 +188,7 @@ void engine<Model>::fire_cast(std::size_t lane_index, detail::cast c) {
 }
 
 template <class Model>
-void engine<Model>::fire(const event& e) {
+void scheduler<Model>::fire(const event& e) {
   switch (e.what) {
     case event::type::lock:
       advance(e.t);
@@ -216,9 +216,9 @@ void engine<Model>::fire(const event& e) {
 }
 
 template <class Model>
-void engine<Model>::issue(std::int32_t i) {
+void scheduler<Model>::issue(std::int32_t i) {
   const auto k = static_cast<std::size_t>(i);
-  if (w_.requests_per_node > 0) {
+  if (w_.requests_per_rank > 0) {
     if (budget_[k] == 0) return;
     --budget_[k];
   } else {
@@ -232,14 +232,14 @@ void engine<Model>::issue(std::int32_t i) {
 }
 
 template <class Model>
-void engine<Model>::enter(std::int32_t i) {
+void scheduler<Model>::enter(std::int32_t i) {
   const auto k = static_cast<std::size_t>(i);
   if (occupant_ >= 0)
     throw invariant_violation("tally-sim: mutual exclusion violated at t=" + std::to_string(now_) +
-                              " ps: node " + std::to_string(i) + " entered while node " +
+                              " ps: rank " + std::to_string(i) + " entered while rank " +
                               std::to_string(occupant_) + " is in its critical section");
   if (!requesting_[k])
-    throw invariant_violation("tally-sim: node " + std::to_string(i) +
+    throw invariant_violation("tally-sim: rank " + std::to_string(i) +
                               " entered its critical section without a request");
   occupant_ = i;
   requesting_[k] = 0;
@@ -248,15 +248,15 @@ void engine<Model>::enter(std::int32_t i) {
   r_.issue_times.push_back(issued_at_[k]);
   if (last_exit_ >= 0 && issued_at_[k] < last_exit_) r_.handoffs.push_back(now_ - last_exit_);
   if (r_.entries++ == 0) r_.first_entry = now_;
-  ++r_.entries_per_node[k];
-  r_.wait_sum_per_node[k] += wait;
+  ++r_.entries_per_rank[k];
+  r_.wait_sum_per_rank[k] += wait;
   schedule(now_ + w_.cs.sample(rng_[k]), event::type::unlock, msg_kind::request, i, 0, 0);
 }
 
 template <class Model>
-void engine<Model>::leave(std::int32_t i) {
+void scheduler<Model>::leave(std::int32_t i) {
   if (occupant_ != i)
-    throw invariant_violation("tally-sim: node " + std::to_string(i) +
+    throw invariant_violation("tally-sim: rank " + std::to_string(i) +
                               " left a critical section it was not in");
   occupant_ = -1;
   last_exit_ = now_;
@@ -270,7 +270,7 @@ void engine<Model>::leave(std::int32_t i) {
 }
 
 template <class Model>
-raw_results engine<Model>::run(const progress_fn& progress, std::uint64_t progress_every) {
+raw_results scheduler<Model>::run(const progress_fn& progress, std::uint64_t progress_every) {
   for (std::int32_t i : w_.active)
     schedule(w_.think.sample(rng_[static_cast<std::size_t>(i)]), event::type::lock,
              msg_kind::request, i, 0, 0);
@@ -321,16 +321,16 @@ raw_results engine<Model>::run(const progress_fn& progress, std::uint64_t progre
 }
 
 template <class Model>
-void engine<Model>::verify_end() const {
+void scheduler<Model>::verify_end() const {
   if (occupant_ >= 0)
-    throw invariant_violation("tally-sim: run ended with node " + std::to_string(occupant_) +
+    throw invariant_violation("tally-sim: run ended with rank " + std::to_string(occupant_) +
                               " in its critical section");
   if (r_.entries != issued_)
     throw invariant_violation("tally-sim: " + std::to_string(issued_) + " requests but " +
                               std::to_string(r_.entries) + " critical-section entries");
   for (std::size_t k = 0; k < requesting_.size(); ++k)
     if (requesting_[k])
-      throw invariant_violation("tally-sim: node " + std::to_string(k) +
+      throw invariant_violation("tally-sim: rank " + std::to_string(k) +
                                 " was never served (the run went quiet)");
 }
 

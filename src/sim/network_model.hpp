@@ -1,12 +1,12 @@
 // sim/network_model.hpp — the LogGP-style cost model of tally-sim's network.
 //
-// Time is integer picoseconds. A node has one send port and one receive handler,
-// both FIFO. A message of b bytes that node i sends at time t (docs/simulator.md):
+// Time is integer picoseconds. A rank has one send port and one receive handler,
+// both FIFO. A message of b bytes that rank i sends at time t (docs/simulator.md):
 //   s     = max(t, tx_i)                 injection starts when i's port is free
 //   tx_i  = s + slot(b)                  slot(b) = max(g, o + b*G)
 //   a     = s + o + b*G + L (+ R)        arrival at the receiver j; R only if b > E
 //   h     = max(a, rx_j) + o,  rx_j = h  j handles messages one at a time, o each
-// The protocol sees the message at h. A broadcast to k nodes is k back-to-back
+// The protocol sees the message at h. A broadcast to k ranks is k back-to-back
 // sends: recipient p (0-based) starts at s + p*slot(b). E and R model MPI's switch
 // from eager to rendezvous protocol: a message over E bytes waits for a handshake.
 #pragma once
@@ -15,6 +15,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/token_layout.hpp"
+
 namespace tally::sim {
 
 using ps_t = std::int64_t;  // simulated time or duration, picoseconds
@@ -22,7 +24,7 @@ using ps_t = std::int64_t;  // simulated time or duration, picoseconds
 struct network_params {
   ps_t latency = 0;         // L: wire time, sender port to receiver
   ps_t overhead = 0;        // o: CPU time per message, paid by sender and by receiver
-  ps_t gap = 0;             // g: minimum time between two injections at one node
+  ps_t gap = 0;             // g: minimum time between two injections at one rank
   double byte_time = 0.0;   // G: picoseconds per payload byte (1/bandwidth)
   std::uint64_t eager_limit = UINT64_MAX;  // E: largest message sent eagerly, bytes
   ps_t rendezvous = 0;      // R: extra latency of a message over E bytes
@@ -39,12 +41,12 @@ struct network_params {
   }
 };
 
-// Wire sizes, matching the MPI runtime (src/mpi/wire.hpp): a REQUEST is one 64-bit
-// sequence number; the token is LN[n] (64-bit) + queue length (32-bit) + Q[n] (32-bit).
-// Baseline messages that carry no data (grant, release, reply) are 0 bytes.
-constexpr std::uint64_t request_bytes = 8;
+// Message sizes: the REQUEST and the token as the MPI runtime sends them
+// (core/token_layout.hpp). Baseline messages that carry no data (grant, release,
+// reply) are 0 bytes.
+constexpr std::uint64_t request_bytes = protocol::request_bytes;
 constexpr std::uint64_t token_bytes(std::int64_t n) noexcept {
-  return 12 * static_cast<std::uint64_t>(n) + 4;
+  return protocol::token_layout::bytes(static_cast<std::size_t>(n));
 }
 
 }  // namespace tally::sim

@@ -1,7 +1,10 @@
-// sim/run.hpp — `tally-sim run`: configuration, one simulation, its report.
+// sim/run.hpp — `tally-sim run`: the lock models, configuration, one simulation,
+// its report.
 //
-// simulate() runs one workload under one algorithm and summarizes it; run_command()
-// is the command line around it. Metric definitions are in docs/simulator.md.
+// simulate() runs one workload under one lock model and summarizes it;
+// run_command() is the command line around it. Metric definitions are in
+// docs/simulator.md. Implementation: run.cpp (models, presets, simulate),
+// summary.cpp, report.cpp, command.cpp.
 #pragma once
 
 #include <array>
@@ -16,9 +19,6 @@
 
 namespace tally::sim {
 
-enum class algorithm : std::uint8_t { suzuki_kasami, ricart_agrawala, central };
-const char* to_string(algorithm a) noexcept;
-
 // Network presets calibrated on the development machine (docs/simulator.md).
 struct network_preset {
   const char* name;
@@ -27,7 +27,7 @@ struct network_preset {
 const std::vector<network_preset>& network_presets();
 
 struct run_config {
-  algorithm algo = algorithm::suzuki_kasami;
+  std::string algorithm = "suzuki-kasami";  // a model's name (models())
   std::string network_name = "shm";  // preset the parameters started from
   network_params net{};
   workload load{};
@@ -49,8 +49,8 @@ struct summary {
   double handoff_mean = 0;
   ps_t handoff_p50 = 0, handoff_p99 = 0;
   std::uint64_t max_bypass = 0;
-  double jain_entries = 1;  // over active nodes' CS entries
-  double jain_wait = 1;     // over active nodes' mean wait (nodes with an entry)
+  double jain_entries = 1;  // over active ranks' CS entries
+  double jain_wait = 1;     // over active ranks' mean wait (ranks with an entry)
   std::uint64_t events = 0;
 };
 
@@ -64,7 +64,19 @@ double jain(const std::vector<double>& x);
 
 summary summarize(raw_results r, const workload& w);
 
-// Runs one simulation. Throws invariant_violation if a simulator check fails.
+// One lock model that tally-sim run can simulate: a row of models().
+struct model_entry {
+  const char* name;                // --algorithm value, and the report's name
+  const char* about;               // one line for --help
+  std::span<const msg_kind> kinds;  // the message kinds it sends, for the report
+  summary (*simulate)(const run_config&, const progress_fn&, std::uint64_t progress_every);
+};
+std::span<const model_entry> models() noexcept;
+// The model named `name`, or nullptr.
+const model_entry* find_model(std::string_view name) noexcept;
+
+// Runs one simulation. Throws invariant_violation if a simulator check fails,
+// tally::error(errc::arg) for an unknown algorithm or a bad workload.
 summary simulate(const run_config& cfg, const progress_fn& progress = {},
                  std::uint64_t progress_every = 1u << 20);
 

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/algorithms/central.hpp"
-#include "sim/algorithms/ricart_agrawala.hpp"
-#include "sim/algorithms/suzuki_kasami.hpp"
+#include "sim/models/central.hpp"
+#include "sim/models/ricart_agrawala.hpp"
+#include "sim/models/suzuki_kasami.hpp"
 #include "sim/des.hpp"
 #include "sim/run.hpp"
 #include "tally/error.hpp"
@@ -40,12 +40,12 @@ std::vector<std::int32_t> all(std::int32_t n) {
   return v;
 }
 
-workload per_node(std::int32_t n, std::uint64_t r, duration_dist cs = {}, duration_dist think = {},
+workload per_rank(std::int32_t n, std::uint64_t r, duration_dist cs = {}, duration_dist think = {},
                   std::uint64_t seed = 1) {
   workload w;
-  w.nodes = n;
+  w.ranks = n;
   w.active = all(n);
-  w.requests_per_node = r;
+  w.requests_per_rank = r;
   w.cs = cs;
   w.think = think;
   w.seed = seed;
@@ -59,7 +59,7 @@ std::uint64_t msgs(const raw_results& r, msg_kind k) { return r.messages[static_
 
 // --- the simulator's own checks must fire -----------------------------------------
 
-// Lets every requester in at once: the engine must see two nodes in their CS.
+// Lets every requester in at once: the engine must see two ranks in their CS.
 struct everyone_enters {
   everyone_enters(std::int32_t, const std::vector<std::int32_t>&) {}
   bool sink(std::int32_t) const noexcept { return false; }
@@ -82,7 +82,7 @@ struct never_grants {
 };
 
 TEST(Engine, CatchesTwoNodesInTheCriticalSection) {
-  engine<everyone_enters> e(net_a(), per_node(3, 1, fixed(ns)));
+  scheduler<everyone_enters> e(net_a(), per_rank(3, 1, fixed(ns)));
   try {
     e.run();
     FAIL() << "no violation reported";
@@ -92,24 +92,24 @@ TEST(Engine, CatchesTwoNodesInTheCriticalSection) {
 }
 
 TEST(Engine, CatchesARunThatGoesQuiet) {
-  engine<never_grants> e(net_a(), per_node(4, 1));
+  scheduler<never_grants> e(net_a(), per_rank(4, 1));
   EXPECT_THROW(e.run(), invariant_violation);
 }
 
 TEST(Engine, RejectsInconsistentWorkloads) {
-  workload w = per_node(4, 1);
-  w.nodes = 1;
+  workload w = per_rank(4, 1);
+  w.ranks = 1;
   w.active = {0};
-  EXPECT_THROW(engine<central>(net_a(), w), tally::error);
-  w = per_node(4, 1);
+  EXPECT_THROW(scheduler<central>(net_a(), w), tally::error);
+  w = per_rank(4, 1);
   w.active = {2, 1};
-  EXPECT_THROW(engine<central>(net_a(), w), tally::error);
-  w = per_node(4, 1);
+  EXPECT_THROW(scheduler<central>(net_a(), w), tally::error);
+  w = per_rank(4, 1);
   w.active = {0, 4};
-  EXPECT_THROW(engine<central>(net_a(), w), tally::error);
-  w = per_node(4, 1);
+  EXPECT_THROW(scheduler<central>(net_a(), w), tally::error);
+  w = per_rank(4, 1);
   w.total_requests = 5;  // both budgets
-  EXPECT_THROW(engine<central>(net_a(), w), tally::error);
+  EXPECT_THROW(scheduler<central>(net_a(), w), tally::error);
 }
 
 // --- every request served once; exact messages per algorithm ---------------------
@@ -128,12 +128,12 @@ const std::int32_t sizes[] = {2, 3, 7, 64};
 template <class Model>
 raw_results run_case(std::int32_t n, const workload_case& c, std::uint64_t seed,
                      std::uint64_t& local) {
-  engine<Model> e(net_a(), per_node(n, 25, c.cs, c.think, seed));
+  scheduler<Model> e(net_a(), per_rank(n, 25, c.cs, c.think, seed));
   raw_results r = e.run();
   EXPECT_EQ(r.entries, 25u * static_cast<std::uint64_t>(n));
-  for (std::uint64_t k : r.entries_per_node) EXPECT_EQ(k, 25u);
+  for (std::uint64_t k : r.entries_per_rank) EXPECT_EQ(k, 25u);
   EXPECT_EQ(r.waits.size(), r.entries);
-  if constexpr (std::is_same_v<Model, suzuki_kasami>) local = e.model().local_entries();
+  local = e.model().local_entries(r);
   return r;
 }
 
@@ -156,10 +156,10 @@ TEST(SuzukiKasami, NMinusOneRequestsAndOneTokenPerRemoteEntry) {
 TEST(SuzukiKasami, SaturationMakesEveryEntryRemote) {
   // 64 ranks, each back in line the moment it leaves, with a CS (5 us) long enough
   // for REQUESTs to reach the holder: it always knows of a waiter when it exits, so
-  // every entry but node 0's first (with the token it starts with) costs n messages.
-  engine<suzuki_kasami> e(net_a(), per_node(64, 25, fixed(5000 * ns)));
+  // every entry but rank 0's first (with the token it starts with) costs n messages.
+  scheduler<suzuki_kasami> e(net_a(), per_rank(64, 25, fixed(5000 * ns)));
   const raw_results r = e.run();
-  EXPECT_EQ(e.model().local_entries(), 1u);
+  EXPECT_EQ(e.model().local_entries(r), 1u);
   EXPECT_EQ(msgs(r, msg_kind::request) + msgs(r, msg_kind::token), 64u * (r.entries - 1));
 }
 
@@ -181,7 +181,7 @@ TEST(Central, ThreePerEntryOfANodeOtherThanTheServer) {
       SCOPED_TRACE(std::string(c.name) + " n=" + std::to_string(n));
       std::uint64_t unused = 0;
       const raw_results r = run_case<central>(n, c, 4, unused);
-      const std::uint64_t remote = r.entries - r.entries_per_node[0];
+      const std::uint64_t remote = r.entries - r.entries_per_rank[0];
       EXPECT_EQ(msgs(r, msg_kind::request), remote);
       EXPECT_EQ(msgs(r, msg_kind::grant), remote);
       EXPECT_EQ(msgs(r, msg_kind::release), remote);
@@ -189,29 +189,29 @@ TEST(Central, ThreePerEntryOfANodeOtherThanTheServer) {
 }
 
 TEST(SuzukiKasami, RanksThatNeverRequestAreCountedNotInstantiated) {
-  workload w = per_node(50, 10, fixed(ns));
+  workload w = per_rank(50, 10, fixed(ns));
   w.active = {3, 17, 40};
-  engine<suzuki_kasami> e(net_a(), w);
+  scheduler<suzuki_kasami> e(net_a(), w);
   const raw_results r = e.run();
-  EXPECT_EQ(e.model().nodes().size(), 4u);  // the three, and node 0 with the token
+  EXPECT_EQ(e.model().peers().size(), 4u);  // the three, and rank 0 with the token
   EXPECT_EQ(r.entries, 30u);
-  EXPECT_EQ(r.entries_per_node[0], 0u);
+  EXPECT_EQ(r.entries_per_rank[0], 0u);
   const std::uint64_t tokens = msgs(r, msg_kind::token);
   EXPECT_GE(tokens, 3u);  // each of the three takes the token from elsewhere at least once
-  EXPECT_EQ(e.model().local_entries() + tokens, 30u);
+  EXPECT_EQ(e.model().local_entries(r) + tokens, 30u);
   EXPECT_EQ(msgs(r, msg_kind::request), 49u * tokens);  // REQUESTs to all 49 others
 }
 
 // --- the network model, to the picosecond ------------------------------------------
 
 TEST(NetworkModel, OneSuzukiKasamiRequestCrossesTheRotatingBroadcast) {
-  // Node k asks alone; node 0 holds the token idle. The broadcast goes k+1, k+2, ...
-  // so node 0 is recipient p = n-1-k; it hands the token back at once.
+  // Rank k asks alone; rank 0 holds the token idle. The broadcast goes k+1, k+2, ...
+  // so rank 0 is recipient p = n-1-k; it hands the token back at once.
   const network_params p = net_a();
   for (std::int32_t k : {1, 5, 9}) {
-    workload w = per_node(10, 1);
+    workload w = per_rank(10, 1);
     w.active = {k};
-    engine<suzuki_kasami> e(p, w);
+    scheduler<suzuki_kasami> e(p, w);
     const raw_results r = e.run();
     const ps_t slot = std::max(p.gap, p.overhead + p.wire(request_bytes));
     const ps_t expect = (10 - 1 - k) * slot + p.transit(request_bytes) + p.transit(token_bytes(10));
@@ -224,15 +224,15 @@ TEST(NetworkModel, RicartAgrawalaWaitsForTheLastReply) {
   // One requester: recipient p gets the REQUEST at p*slot + transit(8) and replies at
   // once; the replies come back one slot apart, the last from p = n-2.
   const network_params p = net_a();
-  workload w = per_node(8, 1);
+  workload w = per_rank(8, 1);
   w.active = {0};
-  engine<ricart_agrawala> e(p, w);
+  scheduler<ricart_agrawala> e(p, w);
   const raw_results r = e.run();
   ASSERT_EQ(r.waits.size(), 1u);
   EXPECT_EQ(r.waits[0], p.transit(8) + p.transit(0) + 6 * p.slot(8));
 }
 
-// Every node but 0 sends one message to node 0 at t = 0; node 0 records when it
+// Every rank but 0 sends one message to rank 0 at t = 0; rank 0 records when it
 // handles each, and grants the sender (so the engine sees every request served).
 struct fan_in {
   std::vector<ps_t> handled;
@@ -251,9 +251,9 @@ struct fan_in {
 
 TEST(NetworkModel, AReceiverHandlesOneMessageAtATime) {
   const network_params p = net_a();
-  workload w = per_node(6, 1);
+  workload w = per_rank(6, 1);
   w.active = {1, 2, 3, 4, 5};
-  engine<fan_in> e(p, w);
+  scheduler<fan_in> e(p, w);
   e.run();
   // All five arrive together; each costs the receiver o, in the order sent.
   const std::vector<ps_t>& h = e.model().handled;
@@ -264,23 +264,23 @@ TEST(NetworkModel, AReceiverHandlesOneMessageAtATime) {
 
 TEST(NetworkModel, SaturatedHandoffIsOneOrTwoMessageTimes) {
   // CS of 5 us: every waiter's request has reached whoever must know of it, so a
-  // handoff is the token (SK), the exiting node's REPLY (RA, sent to the next in
+  // handoff is the token (SK), the exiting rank's REPLY (RA, sent to the next in
   // priority first), or RELEASE then GRANT (central, clients only).
   const network_params p = net_a();
-  auto handoff = [&](algorithm a, std::int32_t n, std::int32_t first) {
+  auto handoff = [&](const char* a, std::int32_t n, std::int32_t first) {
     run_config c;
-    c.algo = a;
+    c.algorithm = a;
     c.net = p;
-    c.load = per_node(n, 20, fixed(5000 * ns));
+    c.load = per_rank(n, 20, fixed(5000 * ns));
     c.load.active.erase(c.load.active.begin(), c.load.active.begin() + first);
     const summary s = simulate(c);
-    EXPECT_EQ(s.handoff_p50, s.handoff_p99) << to_string(a) << " n=" << n;
+    EXPECT_EQ(s.handoff_p50, s.handoff_p99) << a << " n=" << n;
     return s.handoff_p50;
   };
   for (std::int32_t n : {3, 5, 33}) {
-    EXPECT_EQ(handoff(algorithm::suzuki_kasami, n, 0), p.transit(token_bytes(n))) << n;
-    EXPECT_EQ(handoff(algorithm::ricart_agrawala, n, 0), p.transit(0)) << n;
-    EXPECT_EQ(handoff(algorithm::central, n, 1), 2 * p.transit(0)) << n;
+    EXPECT_EQ(handoff("suzuki-kasami", n, 0), p.transit(token_bytes(n))) << n;
+    EXPECT_EQ(handoff("ricart-agrawala", n, 0), p.transit(0)) << n;
+    EXPECT_EQ(handoff("central", n, 1), 2 * p.transit(0)) << n;
   }
 }
 
@@ -327,8 +327,8 @@ TEST(Summary, RicartAgrawalaServesInTimestampOrderSuzukiKasamiMayNot) {
   // overtake a high id that asked earlier; Lamport timestamps forbid most of that.
   run_config c;
   c.net = net_a();
-  c.load = per_node(16, 30, fixed(3 * 1000 * ns), expo(20 * 1000 * ns), 7);
-  c.algo = algorithm::suzuki_kasami;
+  c.load = per_rank(16, 30, fixed(3 * 1000 * ns), expo(20 * 1000 * ns), 7);
+  c.algorithm = "suzuki-kasami";
   const summary sk = simulate(c);
   EXPECT_GT(sk.max_bypass, 0u);
   EXPECT_LT(sk.max_bypass, 2u * 16u);  // FIFO after insertion: bounded by about 2n
@@ -346,7 +346,7 @@ int run_args(std::vector<std::string_view> args, std::string& out, std::string& 
 
 TEST(RunCommand, SameArgumentsGiveTheSameBytes) {
   for (const char* algo : {"suzuki-kasami", "ricart-agrawala", "central"}) {
-    std::vector<std::string_view> args{"--nodes", "64", "--algorithm", algo, "--requests-per-node", "20",
+    std::vector<std::string_view> args{"--ranks", "64", "--algorithm", algo, "--requests-per-rank", "20",
                                        "--cs-time", "exp:1us", "--think-time", "exp:5us",
                                        "--seed", "42", "--json"};
     std::string a, b, err;
@@ -361,9 +361,19 @@ TEST(RunCommand, SameArgumentsGiveTheSameBytes) {
   }
 }
 
+TEST(RunCommand, OldSpellingsStillWorkWithANote) {
+  std::string now, old, err_now, err_old;
+  ASSERT_EQ(run_args({"--ranks", "6", "--requests-per-rank", "4", "--json"}, now, err_now), 0);
+  ASSERT_EQ(run_args({"--nodes", "6", "--requests-per-node", "4", "--json"}, old, err_old), 0);
+  EXPECT_EQ(now, old);
+  EXPECT_EQ(err_now.find("deprecated"), std::string::npos) << err_now;
+  EXPECT_NE(err_old.find("--nodes is deprecated; it is now --ranks"), std::string::npos) << err_old;
+  EXPECT_NE(err_old.find("--requests-per-node is deprecated"), std::string::npos) << err_old;
+}
+
 TEST(RunCommand, WallClockFiguresGoToStandardError) {
   std::string out, err;
-  ASSERT_EQ(run_args({"--nodes", "4", "--requests-per-node", "3", "--no-progress"}, out, err), 0);
+  ASSERT_EQ(run_args({"--ranks", "4", "--requests-per-rank", "3", "--no-progress"}, out, err), 0);
   EXPECT_NE(out.find("throughput"), std::string::npos) << out;
   EXPECT_EQ(out.find("wall"), std::string::npos) << out;
   EXPECT_NE(err.find("events/s"), std::string::npos) << err;
@@ -371,20 +381,20 @@ TEST(RunCommand, WallClockFiguresGoToStandardError) {
 
 TEST(RunCommand, UsageErrorsExitTwoAndSayWhy) {
   const std::vector<std::pair<std::vector<std::string_view>, const char*>> cases{
-      {{}, "--nodes is required"},
-      {{"--nodes", "1"}, "--nodes: expected an integer in [2, 16777216], got '1'"},
-      {{"--nodes", "12x"}, "--nodes: expected an integer"},
-      {{"--nodes"}, "--nodes: missing value"},
-      {{"--nodes", "8", "--algorithm", "paxos"}, "--algorithm: expected suzuki-kasami"},
-      {{"--nodes", "8", "--cs-time", "5"}, "--cs-time: expected a duration"},
-      {{"--nodes", "8", "--cs-time", "-1us"}, "--cs-time: expected a duration"},
-      {{"--nodes", "8", "--think-time", "uniform:2us:1us"}, "needs LO <= HI"},
-      {{"--nodes", "8", "--think-time", "exp:"}, "--think-time: expected a duration"},
-      {{"--nodes", "8", "--active", "9"}, "--active: 9 exceeds --nodes 8"},
-      {{"--nodes", "8", "--network", "infiniband"}, "--network: expected shm"},
-      {{"--nodes", "8", "--requests-per-node", "2", "--total-requests", "9"}, "exclude each other"},
-      {{"--nodes", "8", "--json=yes"}, "--json: takes no value"},
-      {{"--nodes", "8", "--frobnicate"}, "unknown option '--frobnicate'"},
+      {{}, "--ranks is required"},
+      {{"--ranks", "1"}, "--ranks: expected an integer in [2, 16777216], got '1'"},
+      {{"--ranks", "12x"}, "--ranks: expected an integer"},
+      {{"--ranks"}, "--ranks: missing value"},
+      {{"--ranks", "8", "--algorithm", "paxos"}, "--algorithm: expected one of suzuki-kasami, ricart-agrawala, central"},
+      {{"--ranks", "8", "--cs-time", "5"}, "--cs-time: expected a duration"},
+      {{"--ranks", "8", "--cs-time", "-1us"}, "--cs-time: expected a duration"},
+      {{"--ranks", "8", "--think-time", "uniform:2us:1us"}, "needs LO <= HI"},
+      {{"--ranks", "8", "--think-time", "exp:"}, "--think-time: expected a duration"},
+      {{"--ranks", "8", "--active", "9"}, "--active: 9 exceeds --ranks 8"},
+      {{"--ranks", "8", "--network", "infiniband"}, "--network: expected shm"},
+      {{"--ranks", "8", "--requests-per-rank", "2", "--total-requests", "9"}, "exclude each other"},
+      {{"--ranks", "8", "--json=yes"}, "--json: takes no value"},
+      {{"--ranks", "8", "--frobnicate"}, "unknown option '--frobnicate'"},
   };
   for (const auto& [args, text] : cases) {
     std::string out, err;
@@ -397,7 +407,7 @@ TEST(RunCommand, UsageErrorsExitTwoAndSayWhy) {
 TEST(RunCommand, HelpExitsZero) {
   std::string out, err;
   EXPECT_EQ(run_args({"--help"}, out, err), 0);
-  EXPECT_NE(out.find("usage: tally-sim run --nodes N"), std::string::npos);
+  EXPECT_NE(out.find("usage: tally-sim run --ranks N"), std::string::npos);
 }
 
 TEST(RunCommand, DurationsRoundTrip) {

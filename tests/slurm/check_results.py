@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Checks one tally Slurm result folder (RESULTS/<jobid>/ with bench.json and env.json).
 
 Exit 0 when every check holds, 1 with one line per failed check otherwise.

@@ -8,7 +8,7 @@ set -euo pipefail
 
 src=$(cd -- "${1:?usage: slurm_jobs_test.sh SOURCE_DIR TALLY_BENCH}" && pwd -P)
 bench=${2:?usage: slurm_jobs_test.sh SOURCE_DIR TALLY_BENCH}
-python=/usr/bin/python3
+python=${TALLY_PYTHON:-python3}  # with matplotlib (cmake/TallyPython.cmake)
 here="$src/tests/slurm"
 submit="$src/jobs/submit"
 # Optional: a benchmark filter and tally_bench flags that keep the runs short.
@@ -24,7 +24,7 @@ fail() {
 
 # --- prerequisites ------------------------------------------------------------------
 [[ -x "$bench" ]] || fail "benchmark binary '$bench' is missing; build the project first"
-[[ -x "$python" ]] || fail "$python is missing (Debian's python3)"
+command -v "$python" >/dev/null || fail "$python is missing (Debian's python3)"
 if (($(id -u) != 0)); then
   echo "SKIP: starting slurmd and munged needs root" >&2
   exit 77
@@ -204,7 +204,7 @@ done
 
 # --- the collector: one report over all folders; the failed job left out --------------
 log "collecting"
-"$src/jobs/collect" -o "$work/report" "$results" >"$work/report.out" 2>"$work/collect.err" ||
+"$python" "$src/jobs/collect" -o "$work/report" "$results" >"$work/report.out" 2>"$work/collect.err" ||
   fail "jobs/collect failed: $(cat "$work/collect.err")"
 cat "$work/collect.err" >&2
 for id in "$failed_id" "$noplugin_id"; do

@@ -1,0 +1,105 @@
+// check/replay.hpp — scripted traces run on check::world (`tally-sim replay FILE`).
+//
+// A trace is text, one statement per line; `#` starts a comment, blank lines are
+// ignored, tokens are separated by blanks (`=` may touch its neighbours):
+//
+//   ranks N [owner I]        first statement (N in [1, 4096], owner default 0;
+//                            `nodes N`, the old spelling, is still accepted);
+//                            `owner I` may also stand alone as the second one
+//   request I                rank I calls lock
+//   withdraw I               rank I gives up waiting (timed-lock extension)
+//   deliver J I [SEQ]        deliver the pending REQUEST J -> I with sequence SEQ,
+//                            or the oldest pending one from J to I
+//   token                    deliver the token in flight
+//   exit I                   rank I leaves its critical section
+//   expect holder I|none     token held (idle or in CS) by I / in flight
+//   expect incs I | idle I | requesting I | withdrawn I
+//   expect rn I J = V        RN_I[J] == V
+//   expect ln J = V          the token's LN[J] == V, wherever the token is
+//   expect queue [A B ...]   the token's Q, head first (nothing: Q empty)
+//   expect inflight I|none   token in flight to I / not in flight
+//   expect pending J I = C   C REQUESTs from J to I are pending
+//   expect messages = M      M messages (REQUESTs + tokens) sent so far
+//
+// The whole file is parsed before anything runs. After every step every invariant
+// of world::violation() and world::regression_from() is checked. Execution stops
+// at the first failure. Outcomes (the tool's exit status):
+//   pass     (0) every step taken, every expect and invariant held;
+//   failed   (1) an expect or an invariant did not hold;
+//   rejected (2) a step could not be taken (fabricated or duplicate delivery, exit
+//                outside the CS, ...), or the file is missing or malformed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "check/world.hpp"
+
+namespace tally::check::replay {
+
+inline constexpr std::int32_t max_ranks = 4096;
+
+enum class outcome : int { pass = 0, failed = 1, rejected = 2 };
+
+// One statement of a trace, after parsing. Rank ids are range-checked against N.
+struct statement {
+  // Steps first (is_step() relies on the order), then expectations.
+  // clang-format off
+  enum class op : std::uint8_t {
+    request, withdraw, deliver, token, exit,
+    holder, incs, idle, requesting, withdrawn, rn, ln, queue, inflight, pending, messages
+  };
+  // clang-format on
+
+  op what = op::token;
+  std::size_t line = 0;                // 1-based line in the source
+  std::string text;                    // the statement, words joined by single blanks
+  std::optional<std::int32_t> a, b;    // rank ids; holder/inflight: empty means none
+  std::optional<std::uint64_t> value;  // deliver: SEQ; rn/ln/pending/messages: expected
+  std::vector<std::int32_t> list;      // queue: expected Q, head first
+
+  bool is_step() const noexcept { return what <= op::exit; }
+};
+
+struct script {
+  std::int32_t ranks = 0;
+  std::int32_t owner = 0;
+  std::vector<statement> body;
+};
+
+// How a trace ended.
+struct report {
+  outcome code = outcome::pass;
+  std::size_t line = 0;     // line of the failing statement; 0 when none applies
+  std::string message;      // why, for failed and rejected
+  std::string state;        // the world at the failure (describe()), if one existed
+  std::size_t steps = 0;    // steps taken
+  std::size_t expects = 0;  // expects that held
+};
+
+// Parses a trace. A syntax error yields a rejected report naming the line.
+std::variant<script, report> parse(std::istream& in);
+// Runs a parsed script on a fresh world.
+report execute(const script& s);
+// Reads, parses and runs the file at `path`; an unreadable file is rejected.
+report run_file(const std::string& path);
+
+// The report as the tool prints it: "FILE:LINE: ..." for failures, a summary line
+// for a pass, the world's state after a failure.
+std::string format(const report& r, std::string_view file);
+
+// The world's state, several lines: modes, RN rows, the token, pending REQUESTs.
+std::string describe(const world& w);
+
+// `tally-sim replay FILE`: `args` are the words after "replay". Returns the exit
+// status (outcome, or 2 for a usage error).
+int main(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
+
+}  // namespace tally::check::replay

@@ -1,0 +1,188 @@
+#include "core/protocol.hpp"
+
+#include <string>
+#include <utility>
+
+namespace tally::protocol {
+
+const char* describe(status s) noexcept {
+  switch (s) {
+    case status::ok: return "ok";
+    case status::would_block: return "token is not held idle here";
+    case status::not_in_cs: return "not in the critical section";
+    case status::already_in_cs: return "already in the critical section";
+    case status::already_requesting: return "a request is already outstanding";
+    case status::not_requesting: return "not requesting";
+    case status::self_request: return "REQUEST claims to come from this peer";
+    case status::bad_rank: return "rank out of range";
+    case status::bad_token: return "malformed token";
+  }
+  return "unknown status";
+}
+
+errc to_errc(status s) noexcept {
+  switch (s) {
+    case status::ok:
+    case status::would_block: return errc::success;
+    case status::not_in_cs: return errc::not_owner;
+    case status::already_in_cs: return errc::deadlock;
+    case status::self_request:
+    case status::bad_rank:
+    case status::bad_token: return errc::arg;
+    case status::already_requesting:
+    case status::not_requesting: return errc::state;
+  }
+  return errc::state;
+}
+
+bool token::well_formed(std::int32_t n, rank_t owner) const {
+  if (n < 1 || ln.size() != static_cast<std::size_t>(n) ||
+      queue.size() >= static_cast<std::size_t>(n))
+    return false;
+  for (rank_t r : queue)
+    if (r.value() < 0 || r.value() >= n || r == owner) return false;
+  // Distinct: pairwise for short queues (no allocation on the handoff path).
+  if (queue.size() <= 16) {
+    for (std::size_t i = 0; i < queue.size(); ++i)
+      for (std::size_t k = i + 1; k < queue.size(); ++k)
+        if (queue[i] == queue[k]) return false;
+    return true;
+  }
+  std::vector<bool> seen(static_cast<std::size_t>(n), false);
+  for (rank_t r : queue) {
+    if (seen[r.index()]) return false;
+    seen[r.index()] = true;
+  }
+  return true;
+}
+
+peer::peer(rank_t self, std::int32_t n, rank_t initial_owner)
+    : self_(self), n_(n) {
+  if (n < 1)
+    throw error(errc::arg, "tally: peer count must be at least 1, got " + std::to_string(n));
+  if (!in_range(self) || !in_range(initial_owner))
+    throw error(errc::arg, "tally: rank " +
+                               std::to_string(in_range(self) ? initial_owner.value()
+                                                             : self.value()) +
+                               " out of range for " + std::to_string(n) + " peers");
+  rn_.assign(static_cast<std::size_t>(n), seq_t{});
+  queued_.assign(static_cast<std::size_t>(n), 0);
+  if (self == initial_owner) held_ = token{std::vector<seq_t>(rn_.size()), {}};
+}
+
+void peer::enter(bool local) noexcept {
+  mode_ = mode::in_cs;
+  ++counters_.acquisitions;
+  if (local) ++counters_.local_acquisitions;
+}
+
+step peer::lock() {
+  switch (mode_) {
+    case mode::in_cs: return {status::already_in_cs};
+    case mode::requesting:
+      if (!withdrawn_) return {status::already_requesting};
+      withdrawn_ = false;  // the outstanding broadcast still stands
+      return {};
+    case mode::idle: break;
+  }
+  if (held_) {
+    enter(true);
+    return {};
+  }
+  seq_t& mine = rn_[self_.index()];
+  mine = mine.next();
+  mode_ = mode::requesting;
+  ++counters_.broadcasts;
+  counters_.requests_sent += static_cast<std::uint64_t>(n_ - 1);
+  return {status::ok, {action::kind::broadcast_request, self_, mine}};
+}
+
+step peer::try_lock() {
+  if (mode_ == mode::in_cs) return {status::already_in_cs};
+  if (mode_ != mode::idle || !held_) return {status::would_block};
+  enter(true);
+  return {};
+}
+
+step peer::withdraw() {
+  if (mode_ != mode::requesting || withdrawn_) return {status::not_requesting};
+  withdrawn_ = true;
+  return {};
+}
+
+step peer::on_request(rank_t from, seq_t s) {
+  if (!in_range(from)) return {status::bad_rank};
+  if (from == self_) return {status::self_request};
+  ++counters_.requests_received;
+  seq_t& seen = rn_[from.index()];
+  if (s > seen) seen = s;
+  if (held_ && mode_ == mode::idle && seen == held_->ln[from.index()].next())
+    return send_to(from);  // idle holder's Q is empty: hand off at once
+  return {};
+}
+
+step peer::on_token(token t) {
+  if (mode_ != mode::requesting || held_) return {status::not_requesting};
+  if (!t.well_formed(n_, self_)) return {status::bad_token};
+  ++counters_.tokens_received;
+  held_ = std::move(t);
+  if (withdrawn_) {
+    withdrawn_ = false;
+    mode_ = mode::idle;
+    return release();
+  }
+  enter(false);
+  return {};
+}
+
+step peer::unlock() {
+  if (mode_ != mode::in_cs) return {status::not_in_cs};
+  mode_ = mode::idle;
+  return release();
+}
+
+step peer::release() {
+  token& t = *held_;
+  t.ln[self_.index()] = rn_[self_.index()];
+  for (rank_t r : t.queue) queued_[r.index()] = 1;
+  for (std::int32_t j = 0; j < n_; ++j) {
+    const auto k = static_cast<std::size_t>(j);
+    if (!queued_[k] && rn_[k] == t.ln[k].next()) t.queue.push_back(rank_t(j));
+  }
+  for (rank_t r : t.queue) queued_[r.index()] = 0;
+  if (t.queue.empty()) return {};
+  const rank_t head = t.queue.front();
+  t.queue.erase(t.queue.begin());
+  return send_to(head);
+}
+
+step peer::send_to(rank_t to) {
+  outbox_ = std::move(held_);
+  held_.reset();
+  ++counters_.tokens_sent;
+  return {status::ok, {action::kind::send_token, to, seq_t{}}};
+}
+
+bool peer::waiter_known() const noexcept {
+  if (!held_) return false;
+  if (!held_->queue.empty()) return true;
+  for (std::int32_t j = 0; j < n_; ++j) {
+    const auto k = static_cast<std::size_t>(j);
+    if (j != self_.value() && rn_[k] == held_->ln[k].next()) return true;
+  }
+  return false;
+}
+
+std::optional<token> peer::take_token() {
+  std::optional<token> out = std::move(outbox_);
+  outbox_.reset();
+  return out;
+}
+
+bool operator==(const peer& a, const peer& b) {
+  return a.self_ == b.self_ && a.n_ == b.n_ && a.mode_ == b.mode_ &&
+         a.withdrawn_ == b.withdrawn_ && a.rn_ == b.rn_ && a.held_ == b.held_ &&
+         a.outbox_ == b.outbox_;
+}
+
+}  // namespace tally::protocol

@@ -1,0 +1,189 @@
+// core/protocol.hpp — one Suzuki–Kasami peer: state and transitions, nothing else.
+//
+// This is the protocol core that the MPI runtime, the simulator and the tests all
+// drive. It knows nothing of MPI, threads or clocks; it consumes events and returns
+// at most one action per event, which the caller carries out (sends messages).
+// Peer i of n (one per rank of the mutex's communicator) keeps RN[0..n) (highest
+// request number seen per peer); the token carries LN[0..n) (number of each peer's
+// last served request) and a FIFO Q.
+//
+//   state \ event   | lock()               | on_request(j,s)        | on_token(t)        | unlock()
+//   ----------------+----------------------+------------------------+--------------------+-----------------------
+//   idle, no token  | RN[i]++; requesting; | RN[j]=max(RN[j],s)     | error              | error not_in_cs
+//                   | BROADCAST (n-1 msgs) |                        | not_requesting     |
+//   requesting      | error                | RN[j]=max(RN[j],s)     | -> in CS           | error not_in_cs
+//                   | already_requesting   |                        | (0 msgs)           |
+//   in CS (token)   | error already_in_cs  | RN[j]=max(RN[j],s)     | error              | LN[i]=RN[i]; append
+//                   |                      | (deferred to unlock)   | not_requesting     | fresh j to Q; -> idle;
+//                   |                      |                        |                    | Q non-empty: SEND TOKEN
+//                   |                      |                        |                    | to head (1 msg)
+//   idle, token     | -> in CS (0 msgs,    | RN[j]=max(RN[j],s);    | error              | error not_in_cs
+//                   | no new sequence)     | RN[j]==LN[j]+1: SEND   | not_requesting     |
+//                   |                      | TOKEN to j (1 msg)     |                    |
+//
+// "Fresh" j: RN[j] == LN[j] + 1. Requests with s <= LN[j] are stale and change
+// nothing but RN. An idle holder's Q is always empty (it hands off at once).
+//
+// Two extensions beyond the table serve timed and non-blocking locking:
+//   try_lock()  enters only at an idle holder; otherwise would_block, never an action.
+//   withdraw()  while requesting: keep the broadcast outstanding but do not enter when
+//               the token comes; on_token then marks the request served and routes the
+//               token onward (or keeps it idle). lock() while withdrawn re-arms the
+//               same request without a new broadcast.
+//
+// Misuse never corrupts state: the call returns a non-ok status and changes nothing.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "tally/common.h"
+#include "tally/error.hpp"
+
+namespace tally::protocol {
+
+// Peer id (the rank) within the mutex's group, 0 <= value < n. Explicit both ways,
+// so that a rank is never silently used as a sequence number.
+class rank_t {
+ public:
+  constexpr rank_t() = default;
+  constexpr explicit rank_t(std::int32_t v) noexcept : v_(v) {}
+  constexpr std::int32_t value() const noexcept { return v_; }
+  constexpr std::size_t index() const noexcept { return static_cast<std::size_t>(v_); }
+  friend constexpr auto operator<=>(rank_t, rank_t) = default;
+
+ private:
+  std::int32_t v_ = 0;
+};
+
+// Request sequence number. 64-bit: it never wraps in practice.
+class seq_t {
+ public:
+  constexpr seq_t() = default;
+  constexpr explicit seq_t(std::uint64_t v) noexcept : v_(v) {}
+  constexpr std::uint64_t value() const noexcept { return v_; }
+  constexpr seq_t next() const noexcept { return seq_t(v_ + 1); }
+  friend constexpr auto operator<=>(seq_t, seq_t) = default;
+
+ private:
+  std::uint64_t v_ = 0;
+};
+
+enum class mode : std::uint8_t { idle, requesting, in_cs };
+
+// Outcome of a call. Everything but ok means the call changed nothing.
+enum class status : std::uint8_t {
+  ok,
+  would_block,         // try_lock: this peer does not hold the token idle
+  not_in_cs,           // unlock while not in the critical section
+  already_in_cs,       // lock/try_lock while in the critical section
+  already_requesting,  // lock while a (non-withdrawn) request is outstanding
+  not_requesting,      // token received, or withdraw, while not requesting
+  self_request,        // REQUEST that claims to come from this peer
+  bad_rank,            // REQUEST from an id outside [0, n)
+  bad_token,           // token with wrong sizes, ids out of range, duplicates or self in Q
+};
+
+const char* describe(status s) noexcept;
+// The API error class for a non-ok status (errc::success for ok).
+errc to_errc(status s) noexcept;
+
+// The token's contents: LN[j] and the FIFO queue (head first, no duplicates).
+struct token {
+  std::vector<seq_t> ln;
+  std::vector<rank_t> queue;
+
+  // True iff ln has n entries and queue holds distinct ids in [0, n) other than owner.
+  bool well_formed(std::int32_t n, rank_t owner) const;
+  friend bool operator==(const token&, const token&) = default;
+};
+
+// What the caller must do after a successful call.
+struct action {
+  enum class kind : std::uint8_t {
+    none,
+    broadcast_request,  // send REQUEST(self, seq) to every other peer
+    send_token,         // take_token() and send it to `to`
+  };
+  kind what = kind::none;
+  rank_t to{};  // send_token: destination
+  seq_t seq{};  // broadcast_request: the new request number
+};
+
+struct step {
+  status st = status::ok;
+  action act{};
+  bool ok() const noexcept { return st == status::ok; }
+};
+
+// Per-peer message and entry counters: the public tally_stats, counted here.
+using counters = ::tally_stats;
+
+class peer {
+ public:
+  // Peer `self` of n, the token starting at `initial_owner`.
+  // Throws tally::error(errc::arg) unless n >= 1 and both ranks are in [0, n).
+  peer(rank_t self, std::int32_t n, rank_t initial_owner);
+
+  // Caller wants the critical section. Idle holder: enters, no action. Idle
+  // non-holder: becomes requesting, action broadcast_request. Withdrawn requester:
+  // re-armed, no action. Otherwise already_in_cs / already_requesting.
+  step lock();
+  // Enters only if this peer holds the token idle; otherwise would_block (or
+  // already_in_cs). Never produces an action.
+  step try_lock();
+  // A requesting peer gives up waiting (see header comment); else not_requesting.
+  step withdraw();
+  // REQUEST(from, s) arrived. May produce send_token if this peer holds it idle.
+  step on_request(rank_t from, seq_t s);
+  // The token arrived. The peer must be requesting; enters unless withdrawn, in which
+  // case it may produce send_token (or keep the token idle).
+  step on_token(token t);
+  // Leaves the critical section; the peer must be in it. May produce send_token.
+  step unlock();
+  // After a send_token action: hands over the token to be sent. Each send_token
+  // action allows exactly one take; otherwise returns std::nullopt.
+  std::optional<token> take_token();
+
+  rank_t self() const noexcept { return self_; }
+  std::int32_t size() const noexcept { return n_; }
+  enum mode mode() const noexcept { return mode_; }
+  bool withdrawn() const noexcept { return withdrawn_; }
+  // True iff the token is at this peer (idle or in the critical section).
+  bool holds_token() const noexcept { return held_.has_value(); }
+  // True iff this peer holds the token and, were it to release it now (unlock()
+  // from the CS, or an idle holder), would hand it on: its queue is non-empty or
+  // some other peer's request is known and unserved (RN[j] = LN[j] + 1).
+  bool waiter_known() const noexcept;
+  // The token while held here, else nullptr.
+  const token* held() const noexcept { return held_ ? &*held_ : nullptr; }
+  // The token between a send_token action and take_token(), else nullptr.
+  const token* outgoing() const noexcept { return outbox_ ? &*outbox_ : nullptr; }
+  seq_t rn(rank_t j) const noexcept { return rn_[j.index()]; }
+  std::span<const seq_t> rn() const noexcept { return rn_; }
+  const protocol::counters& counters() const noexcept { return counters_; }
+
+  friend bool operator==(const peer&, const peer&);
+
+ private:
+  bool in_range(rank_t r) const noexcept { return r.value() >= 0 && r.value() < n_; }
+  void enter(bool local) noexcept;
+  // Holder not in CS: mark own request served, queue fresh requests, hand off head.
+  step release();
+  step send_to(rank_t to);
+
+  rank_t self_;
+  std::int32_t n_;
+  enum mode mode_ = mode::idle;
+  bool withdrawn_ = false;
+  std::vector<seq_t> rn_;
+  std::optional<token> held_;
+  std::optional<token> outbox_;
+  std::vector<std::uint8_t> queued_;  // scratch for release(); all zero between calls
+  protocol::counters counters_{};
+};
+
+}  // namespace tally::protocol

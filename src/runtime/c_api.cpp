@@ -1,0 +1,225 @@
+// runtime/c_api.cpp — the C API: a thin layer over tally::mutex that turns
+// exceptions into codes and C types into C++ ones.
+#include "tally/tally.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tally/mutex.hpp"
+
+// Handles are never returned to the allocator: a freed handle stays readable and is
+// marked dead, so that use after free is reported (TALLY_ERR_STATE) rather than
+// undefined, until the handle is recycled by a later create.
+struct tally_mutex_s {
+  static constexpr std::uint32_t live_magic = 0x74616c79;  // "taly"
+  std::uint32_t magic = 0;
+  std::unique_ptr<tally::mutex> mutex;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+std::mutex pool_mu;
+std::vector<tally_mutex_s*> pool;  // retired handles
+
+tally_mutex_s* new_handle() {
+  {
+    std::lock_guard lk(pool_mu);
+    if (!pool.empty()) {
+      tally_mutex_s* h = pool.back();
+      pool.pop_back();
+      return h;
+    }
+  }
+  return new tally_mutex_s;
+}
+
+void retire(tally_mutex_s* h) noexcept {
+  h->magic = 0;
+  h->mutex.reset();
+  std::lock_guard lk(pool_mu);
+  pool.push_back(h);
+}
+
+int fail(int code, const std::string& what) {
+  last_error = what;
+  return code;
+}
+
+// Runs f, mapping exceptions to codes and recording their message.
+template <class F>
+int guarded(F&& f) noexcept {
+  try {
+    f();
+    return TALLY_SUCCESS;
+  } catch (const tally::error& e) {
+    return fail(static_cast<int>(e.code()), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(TALLY_ERR_STATE, "tally: out of memory");
+  } catch (const std::exception& e) {
+    return fail(TALLY_ERR_STATE, std::string("tally: ") + e.what());
+  } catch (...) {
+    return fail(TALLY_ERR_STATE, "tally: unknown failure");
+  }
+}
+
+// Runs f on a live handle's mutex.
+template <class F>
+int with(tally_mutex m, F&& f) noexcept {
+  if (!m) return fail(TALLY_ERR_ARG, "tally: null mutex handle");
+  if (m->magic != tally_mutex_s::live_magic)
+    return fail(TALLY_ERR_STATE, "tally: mutex handle used after tally_mutex_free");
+  return guarded([&] { f(*m->mutex); });
+}
+
+// A C enum member read as the int it holds: an out-of-range value is a valid int
+// but not a valid value of the C++ view of the C enum.
+template <class Enum>
+int enum_value(const Enum& e) noexcept {
+  static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized here");
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
+tally::options to_options(const tally_options* o) {
+  tally::options opts;
+  if (!o) return opts;
+  opts.initial_owner = o->initial_owner;
+  // Scoped enums hold any int: out-of-range values pass through and are rejected
+  // collectively at creation, with every other bad option.
+  opts.progress = static_cast<tally::progress_mode>(enum_value(o->progress));
+  opts.polling.how = static_cast<tally::poll_policy::strategy>(enum_value(o->poll));
+  opts.polling.interval = std::chrono::microseconds(o->poll_interval_us);
+  return opts;
+}
+static_assert(static_cast<int>(tally::progress_mode::in_calls) == TALLY_PROGRESS_INLINE &&
+              static_cast<int>(tally::progress_mode::thread) == TALLY_PROGRESS_THREAD);
+static_assert(static_cast<int>(tally::poll_policy::strategy::spin) == TALLY_POLL_SPIN &&
+              static_cast<int>(tally::poll_policy::strategy::backoff) == TALLY_POLL_BACKOFF &&
+              static_cast<int>(tally::poll_policy::strategy::sleep) == TALLY_POLL_SLEEP);
+
+}  // namespace
+
+extern "C" {
+
+void tally_options_init(tally_options* opts) {
+  if (!opts) return;
+  const tally::options d;
+  opts->initial_owner = d.initial_owner;
+  opts->progress = static_cast<tally_progress>(d.progress);
+  opts->poll = static_cast<tally_poll>(d.polling.how);
+  opts->poll_interval_us = static_cast<unsigned>(d.polling.interval.count());
+}
+
+int tally_mutex_create_payload(MPI_Comm comm, const tally_options* opts, size_t bytes,
+                               tally_mutex* out) {
+  if (out) *out = nullptr;
+  tally::options o = to_options(opts);
+  o.payload_bytes = bytes;
+  std::unique_ptr<tally::mutex> m;
+  const int rc = guarded([&] {
+    if (out)
+      m = std::make_unique<tally::mutex>(comm, o);
+    else  // fails on every rank, not just here
+      m = std::make_unique<tally::mutex>(
+          comm, o, tally::detail::refusal{tally::errc::arg, "tally: tally_mutex_create: out is NULL"});
+  });
+  if (rc != TALLY_SUCCESS) return rc;
+  tally_mutex_s* h = nullptr;
+  const int rc2 = guarded([&] { h = new_handle(); });
+  if (rc2 != TALLY_SUCCESS) return rc2;  // m's destructor frees the mutex collectively
+  h->mutex = std::move(m);
+  h->magic = tally_mutex_s::live_magic;
+  *out = h;
+  return TALLY_SUCCESS;
+}
+
+int tally_mutex_create(MPI_Comm comm, const tally_options* opts, tally_mutex* out) {
+  return tally_mutex_create_payload(comm, opts, 0, out);
+}
+
+int tally_mutex_lock(tally_mutex m) {
+  return with(m, [](tally::mutex& x) { x.lock(); });
+}
+
+int tally_mutex_trylock(tally_mutex m, int* acquired) {
+  if (!acquired) return fail(TALLY_ERR_ARG, "tally: tally_mutex_trylock: acquired is NULL");
+  *acquired = 0;
+  return with(m, [&](tally::mutex& x) { *acquired = x.try_lock() ? 1 : 0; });
+}
+
+int tally_mutex_timedlock(tally_mutex m, double timeout_seconds, int* acquired) {
+  if (!acquired) return fail(TALLY_ERR_ARG, "tally: tally_mutex_timedlock: acquired is NULL");
+  *acquired = 0;
+  if (!(timeout_seconds >= 0.0))  // also rejects NaN
+    return fail(TALLY_ERR_ARG, "tally: tally_mutex_timedlock: timeout must be >= 0 seconds");
+  // Beyond ~30 years a timeout is indistinguishable from none; clamp to avoid overflow.
+  const double secs = std::fmin(timeout_seconds, 1e9);
+  return with(m, [&](tally::mutex& x) {
+    *acquired = x.try_lock_for(std::chrono::duration<double>(secs)) ? 1 : 0;
+  });
+}
+
+int tally_mutex_unlock(tally_mutex m) {
+  return with(m, [](tally::mutex& x) { x.unlock(); });
+}
+
+int tally_mutex_poll(tally_mutex m) {
+  return with(m, [](tally::mutex& x) { x.poll(); });
+}
+
+int tally_mutex_payload(tally_mutex m, void** ptr, size_t* bytes) {
+  if (!ptr || !bytes) return fail(TALLY_ERR_ARG, "tally: tally_mutex_payload: NULL output pointer");
+  *ptr = nullptr;
+  *bytes = 0;
+  return with(m, [&](tally::mutex& x) {
+    const std::span<std::byte> p = x.payload().bytes();
+    *ptr = p.data();
+    *bytes = p.size();
+  });
+}
+
+int tally_mutex_get_stats(tally_mutex m, tally_stats* out) {
+  if (!out) return fail(TALLY_ERR_ARG, "tally: tally_mutex_get_stats: out is NULL");
+  return with(m, [&](tally::mutex& x) { *out = x.stats(); });
+}
+
+int tally_mutex_rank(tally_mutex m, int* rank) {
+  if (!rank) return fail(TALLY_ERR_ARG, "tally: tally_mutex_rank: rank is NULL");
+  return with(m, [&](tally::mutex& x) { *rank = x.rank(); });
+}
+
+int tally_mutex_size(tally_mutex m, int* size) {
+  if (!size) return fail(TALLY_ERR_ARG, "tally: tally_mutex_size: size is NULL");
+  return with(m, [&](tally::mutex& x) { *size = x.size(); });
+}
+
+int tally_mutex_free(tally_mutex* pm) {
+  if (!pm) return fail(TALLY_ERR_ARG, "tally: tally_mutex_free: NULL pointer to handle");
+  tally_mutex m = *pm;
+  const int rc = with(m, [](tally::mutex& x) { x.free(); });
+  if (m && m->magic == tally_mutex_s::live_magic) {
+    // The mutex is dead after free(), whether it succeeded or not.
+    retire(m);
+    *pm = nullptr;
+  }
+  return rc;
+}
+
+const char* tally_strerror(int code) {
+  if (code < TALLY_SUCCESS || code > TALLY_ERR_LAST) return "unknown tally error code";
+  return tally::describe(static_cast<tally::errc>(code));
+}
+
+const char* tally_last_error(void) { return last_error.c_str(); }
+
+}  // extern "C"

@@ -1,0 +1,206 @@
+// runtime/engine.cpp — lock, try_lock, unlock, poll, payload and stats of one
+// mutex: the protocol peer's events in, its actions out through the transport.
+#include "runtime/engine.hpp"
+
+#include <string>
+#include <thread>
+
+#include "runtime/registry.hpp"
+
+namespace tally::detail {
+
+namespace {
+
+// A waiting lock() releases mu_ (and polls the process's other mutexes) once per
+// this many polls of its own; in between it polls in a tight loop.
+constexpr std::uint32_t release_every = 16;
+// Threads waiting for the slot in inline mode wake this often to keep the
+// process's other mutexes answering.
+constexpr auto slot_wait_slice = std::chrono::microseconds(200);
+
+[[noreturn]] void fail(errc code, const std::string& what) { throw error(code, "tally: " + what); }
+
+}  // namespace
+
+// --- messages ----------------------------------------------------------------------
+
+void engine::execute(const protocol::step& s, const char* event) {
+  if (!s.ok()) fail(protocol::to_errc(s.st), std::string(event) + ": " + protocol::describe(s.st));
+  switch (s.act.what) {
+    case protocol::action::kind::none: return;
+    case protocol::action::kind::broadcast_request: transport_.broadcast(s.act.seq); return;
+    case protocol::action::kind::send_token: send_token(s.act.to); return;
+  }
+}
+
+void engine::send_token(protocol::rank_t to) {
+  std::optional<protocol::token> t = peer_.take_token();
+  transport_.send_token(to, *t, payload_);
+  spare_ = std::move(*t);  // its storage receives the next token
+}
+
+bool engine::progress_locked(bool repost) {
+  const transport::arrivals a = transport_.test();
+  // REQUESTs before the token: either order is a valid execution (channels are
+  // unordered), and this one lets a just-arrived token be routed at once.
+  for (const transport::request_arrival& r : a.requests)
+    execute(peer_.on_request(r.from, r.seq), "REQUEST received");
+  if (repost) transport_.repost_requests();
+  if (a.token) {
+    transport_.read_token(spare_, payload_);
+    execute(peer_.on_token(std::move(spare_)), "token received");
+  }
+  // Sends are reaped by polls that found nothing, off the path from a message's
+  // arrival to what it triggers (or when slots pile up).
+  if (transport_.sends_active() && (!a.any() || transport_.send_slots() > 8))
+    transport_.reap_sends(false);
+  if (a.any()) pacing_.message_seen();
+  return a.any();
+}
+
+// --- locking -----------------------------------------------------------------------
+
+void engine::require_live() const {
+  if (!live_) fail(errc::state, "mutex used after free() or after MPI_Finalize");
+  if (fault_) std::rethrow_exception(fault_);
+}
+
+bool engine::acquire(std::optional<clock::time_point> deadline) {
+  const std::thread::id me = std::this_thread::get_id();
+  std::unique_lock lk(mu_);
+  require_live();
+  if (slot_.owned_by(me)) fail(errc::deadlock, "lock: calling thread already holds the critical section");
+
+  // Waiters for the slot need not poll: its holder is either polling for the
+  // token or in the critical section, where REQUESTs are deferred anyway. In inline
+  // mode they wake now and then to keep this process's other mutexes answering.
+  const bool in_calls = opts_.progress == progress_mode::in_calls;
+  while (slot_.taken()) {
+    auto until = deadline ? *deadline : clock::time_point::max();
+    if (in_calls) until = std::min(until, clock::now() + slot_wait_slice);
+    slot_.wait_until(lk, until);
+    require_live();
+    if (!slot_.taken()) break;
+    if (deadline && clock::now() >= *deadline) return false;
+    if (in_calls) {
+      lk.unlock();
+      registry::poll_others(this);
+      lk.lock();
+      require_live();
+    }
+  }
+  slot_.take();
+  try {
+    execute(peer_.lock(), "lock");
+    for (std::uint32_t spin = 1; peer_.mode() != protocol::mode::in_cs; ++spin) {
+      progress_locked();
+      if (peer_.mode() == protocol::mode::in_cs) break;
+      if (deadline && clock::now() >= *deadline) {
+        execute(peer_.withdraw(), "lock timeout");
+        slot_.release();
+        return false;
+      }
+      if (spin % release_every != 0) continue;  // a tight loop detects the token soonest
+      // Let the progress thread and other callers in between polls, and keep this
+      // process's other mutexes answering.
+      lk.unlock();
+      registry::poll_others(this);
+      lk.lock();
+      require_live();
+    }
+  } catch (...) {
+    if (live_ && peer_.mode() == protocol::mode::requesting && !peer_.withdrawn()) peer_.withdraw();
+    slot_.release();
+    throw;
+  }
+  slot_.enter(me);
+  return true;
+}
+
+bool engine::try_lock() {
+  const std::thread::id me = std::this_thread::get_id();
+  std::lock_guard lk(mu_);
+  require_live();
+  if (slot_.owned_by(me)) fail(errc::deadlock, "try_lock: calling thread already holds the critical section");
+  if (slot_.taken()) return false;
+  const protocol::step s = peer_.try_lock();
+  if (s.st == protocol::status::would_block) return false;
+  execute(s, "try_lock");
+  slot_.take();
+  slot_.enter(me);
+  return true;
+}
+
+void engine::unlock() {
+  std::lock_guard lk(mu_);
+  require_live();
+  if (!slot_.owned_by(std::this_thread::get_id()))
+    fail(errc::not_owner, "unlock: calling thread does not hold the critical section");
+  // Learn of waiting ranks first, so that the token leaves with this unlock (see
+  // runtime/pacing.hpp). REQUEST receives are posted again after the token left.
+  if (pacing_.due(peer_.waiter_known())) {
+    const std::uint64_t t0 = ticks();
+    pacing_.polled(t0, progress_locked(false));
+  }
+  try {
+    execute(peer_.unlock(), "unlock");
+  } catch (...) {
+    transport_.repost_requests();
+    throw;
+  }
+  transport_.repost_requests();
+  slot_.release();
+}
+
+void engine::poll_nowait() noexcept {
+  if (opts_.progress != progress_mode::in_calls) return;  // its thread does it
+  std::unique_lock lk(mu_, std::try_to_lock);
+  if (!lk.owns_lock() || !live_ || fault_) return;
+  try {
+    progress_locked();
+  } catch (...) {
+    fault_ = std::current_exception();
+  }
+}
+
+bool engine::progress_from_thread() noexcept {
+  // try_lock: the thread never delays the application.
+  std::unique_lock lk(mu_, std::try_to_lock);
+  if (!lk.owns_lock() || !live_ || fault_) return false;
+  try {
+    return progress_locked();
+  } catch (...) {
+    fault_ = std::current_exception();
+    return false;
+  }
+}
+
+void engine::poll() {
+  std::lock_guard lk(mu_);
+  require_live();
+  while (progress_locked()) {
+  }
+}
+
+std::uint64_t engine::payload_entry() const {
+  std::lock_guard lk(mu_);
+  require_live();
+  if (!slot_.owned_by(std::this_thread::get_id()))
+    fail(errc::not_owner, "payload: calling thread does not hold the critical section");
+  return peer_.counters().acquisitions;
+}
+
+std::span<std::byte> engine::payload(std::uint64_t entry) {
+  std::lock_guard lk(mu_);
+  require_live();
+  if (!slot_.owned_by(std::this_thread::get_id()) || peer_.counters().acquisitions != entry)
+    fail(errc::not_owner, "payload: view used outside the critical section it was taken in");
+  return payload_;
+}
+
+tally::stats engine::stats() const {
+  std::lock_guard lk(mu_);
+  return peer_.counters();
+}
+
+}  // namespace tally::detail

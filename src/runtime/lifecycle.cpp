@@ -1,0 +1,176 @@
+// runtime/lifecycle.cpp — creating and freeing an engine, both collective.
+//
+// Contract. Creation validates the arguments locally, then agrees across the
+// communicator with one MPI_Iallreduce (error code, payload size range, owner
+// range), so that one rank's bad argument fails the creation on every rank instead
+// of leaving the others waiting in a collective. Teardown leaves nothing in
+// flight: every REQUEST addressed to this rank is received, every send completed,
+// then a barrier, before the communicator is freed (docs/design.md, "Teardown").
+// Both use nonblocking collectives and keep every other mutex of the process
+// answering while they wait (registry::poll_others).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "runtime/engine.hpp"
+#include "runtime/registry.hpp"
+
+namespace tally::detail {
+
+namespace {
+
+[[noreturn]] void fail(errc code, const std::string& what) { throw error(code, "tally: " + what); }
+
+int thread_level() {
+  int provided = MPI_THREAD_SINGLE;
+  check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
+  return provided;
+}
+
+// Local validation; returns the error to raise on this rank, if any.
+std::optional<error> validate(const options& o, int size) {
+  if (o.initial_owner < 0 || o.initial_owner >= size)
+    return error(errc::arg, "tally: initial_owner " + std::to_string(o.initial_owner) +
+                                " out of range for a communicator of " + std::to_string(size) +
+                                " ranks");
+  if (o.payload_bytes > max_payload_bytes)
+    return error(errc::arg, "tally: payload of " + std::to_string(o.payload_bytes) +
+                                " bytes exceeds the limit of " + std::to_string(max_payload_bytes));
+  if (o.progress != progress_mode::in_calls && o.progress != progress_mode::thread)
+    return error(errc::arg, "tally: unknown progress mode");
+  using strategy = poll_policy::strategy;
+  if (o.polling.how != strategy::spin && o.polling.how != strategy::backoff &&
+      o.polling.how != strategy::sleep)
+    return error(errc::arg, "tally: unknown polling strategy");
+  if (o.polling.interval.count() < 0) return error(errc::arg, "tally: negative polling interval");
+  if (o.progress == progress_mode::thread && thread_level() < MPI_THREAD_MULTIPLE)
+    return error(errc::thread_level,
+                 "tally: progress_mode::thread needs MPI_THREAD_MULTIPLE; initialize MPI with "
+                 "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)");
+  return std::nullopt;
+}
+
+}  // namespace
+
+engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_error)
+    : opts_(opts), peer_(protocol::rank_t(0), 1, protocol::rank_t(0)) {
+  if (comm == MPI_COMM_NULL) fail(errc::arg, "communicator is MPI_COMM_NULL");
+  if (!mpi_usable()) fail(errc::state, "MPI is not initialized, or already finalized");
+  int inter = 0;
+  if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) fail(errc::arg, "invalid communicator");
+  if (inter) fail(errc::arg, "intercommunicators are not supported");
+
+  comm_handle dup;
+  MPI_Request req = MPI_REQUEST_NULL;
+  check_mpi(MPI_Comm_idup(comm, dup.out(), &req), "MPI_Comm_idup");
+  wait_progressing(req, "MPI_Comm_idup", false);
+  check_mpi(MPI_Comm_set_errhandler(dup.get(), MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_rank(dup.get(), &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(dup.get(), &size_), "MPI_Comm_size");
+
+  // Agree on validity before anything else is collective. Payload size and owner
+  // must also match across ranks: each is agreed as a [min, max] range.
+  std::optional<error> local = caller_error ? std::move(caller_error) : validate(opts, size_);
+  const long long payload = static_cast<long long>(std::min(opts.payload_bytes, max_payload_bytes + 1));
+  long long mine[5] = {local ? static_cast<long long>(local->code()) : 0, payload, -payload,
+                       opts.initial_owner, -static_cast<long long>(opts.initial_owner)};
+  long long agreed[5];
+  check_mpi(MPI_Iallreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MAX, dup.get(), &req),
+            "MPI_Iallreduce(options)");
+  wait_progressing(req, "MPI_Iallreduce(options)", false);
+  if (local) throw *local;
+  if (agreed[0] != 0)
+    fail(static_cast<errc>(agreed[0]), "another rank rejected its arguments to the collective create");
+  if (agreed[1] != -agreed[2])
+    fail(errc::arg, "payload size differs across ranks (from " + std::to_string(-agreed[2]) +
+                        " to " + std::to_string(agreed[1]) + " bytes)");
+  if (agreed[3] != -agreed[4]) fail(errc::arg, "initial_owner differs across ranks");
+
+  peer_ = protocol::peer(protocol::rank_t(rank_), size_, protocol::rank_t(opts.initial_owner));
+  payload_.assign(opts.payload_bytes, std::byte{0});
+  registry::add(this);
+  try {
+    transport_.open(std::move(dup), rank_, size_, opts.payload_bytes);
+    if (opts_.progress == progress_mode::thread)
+      progress_.start(opts_.polling, [this] { return progress_from_thread(); });
+  } catch (...) {
+    registry::remove(this);
+    transport_.cancel_receives();
+    live_ = false;
+    throw;
+  }
+}
+
+engine::~engine() {
+  if (!live_) return;
+  try {
+    free();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tally: error while destroying a mutex: %s\n", e.what());
+  }
+}
+
+void engine::wait_progressing(MPI_Request& req, const char* what, bool own) {
+  int done = 0;
+  for (;;) {
+    check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+    if (done) return;
+    if (own) progress_locked();
+    registry::poll_others(this);
+  }
+}
+
+void engine::free(bool at_finalize) {
+  progress_.stop();
+  std::unique_lock lk(mu_);
+  if (!live_) fail(errc::state, "free: mutex already freed");
+  registry::remove(this);
+  live_ = false;  // from here on, other threads' calls fail with errc::state
+  slot_.wake_all();
+
+  bool held = false;
+  std::exception_ptr failure;
+  try {
+    if (peer_.mode() == protocol::mode::in_cs) {
+      held = true;
+      progress_locked();
+      execute(peer_.unlock(), "free");
+    } else if (peer_.mode() == protocol::mode::requesting && !peer_.withdrawn()) {
+      peer_.withdraw();
+    }
+    slot_.release();
+
+    // Every rank learns how many REQUESTs are addressed to it: each broadcast sends
+    // exactly one to every other rank.
+    const unsigned long long mine = peer_.counters().broadcasts;
+    unsigned long long total = 0;
+    MPI_Request req = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, transport_.comm(), &req),
+              "MPI_Iallreduce(free)");
+    wait_progressing(req, "MPI_Iallreduce(free)", true);
+    const std::uint64_t expected = total - mine;
+    // Drain: receive every REQUEST, let withdrawn requests be served (the token is
+    // only ever in flight to a requesting rank), complete every send.
+    while (peer_.counters().requests_received < expected ||
+           peer_.mode() == protocol::mode::requesting || transport_.sends_pending()) {
+      progress_locked();
+      registry::poll_others(this);
+    }
+    check_mpi(MPI_Ibarrier(transport_.comm(), &req), "MPI_Ibarrier(free)");
+    wait_progressing(req, "MPI_Ibarrier(free)", false);
+    // Nothing can arrive any more: retire the posted receives.
+    transport_.cancel_receives();
+    transport_.close();
+  } catch (...) {
+    failure = std::current_exception();
+    transport_.cancel_receives();
+  }
+  if (failure) std::rethrow_exception(failure);
+  if (held) {
+    if (at_finalize)
+      std::fprintf(stderr, "tally: rank %d still held the critical section at MPI_Finalize; released it\n", rank_);
+    fail(errc::state, "free: the calling rank still held the critical section; it was released and the mutex freed");
+  }
+}
+
+}  // namespace tally::detail

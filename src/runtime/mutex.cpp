@@ -1,0 +1,54 @@
+// runtime/mutex.cpp — tally::mutex and payload_view: the C++ API over the engine.
+#include "tally/mutex.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "runtime/engine.hpp"
+
+namespace tally {
+
+mutex::mutex(MPI_Comm comm, const options& opts)
+    : engine_(std::make_unique<detail::engine>(comm, opts)) {}
+
+mutex::mutex(MPI_Comm comm, const options& opts, detail::refusal why)
+    : engine_(std::make_unique<detail::engine>(comm, opts, error(why.code, why.what))) {}
+
+mutex::~mutex() = default;
+
+
+void mutex::lock() { engine_->lock(); }
+bool mutex::try_lock() { return engine_->try_lock(); }
+bool mutex::lock_until(std::chrono::steady_clock::time_point deadline) {
+  return engine_->lock_until(deadline);
+}
+void mutex::unlock() { engine_->unlock(); }
+void mutex::poll() { engine_->poll(); }
+payload_view mutex::payload() {
+  detail::engine& e = *engine_;
+  return payload_view(&e, e.payload_entry(), e.payload_size());
+}
+
+std::span<std::byte> payload_view::bytes() const { return engine_->payload(entry_); }
+
+void payload_view::read(std::size_t offset, std::span<std::byte> dst) const {
+  const std::span<std::byte> p = bytes();
+  if (offset > p.size() || dst.size() > p.size() - offset)
+    throw error(errc::arg, "tally: payload read of " + std::to_string(dst.size()) + " bytes at " +
+                               std::to_string(offset) + " exceeds its " + std::to_string(p.size()) + " bytes");
+  std::memcpy(dst.data(), p.data() + offset, dst.size());
+}
+
+void payload_view::write(std::size_t offset, std::span<const std::byte> src) const {
+  const std::span<std::byte> p = bytes();
+  if (offset > p.size() || src.size() > p.size() - offset)
+    throw error(errc::arg, "tally: payload write of " + std::to_string(src.size()) + " bytes at " +
+                               std::to_string(offset) + " exceeds its " + std::to_string(p.size()) + " bytes");
+  std::memcpy(p.data() + offset, src.data(), src.size());
+}
+void mutex::free() { engine_->free(); }
+tally::stats mutex::stats() const { return engine_->stats(); }
+int mutex::rank() const { return engine_->rank(); }
+int mutex::size() const { return engine_->size(); }
+
+}  // namespace tally

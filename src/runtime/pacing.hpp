@@ -1,0 +1,60 @@
+// runtime/pacing.hpp — when unlock() polls for MPI messages.
+//
+// Contract (docs/design.md, "Polling in unlock"): unlock() skips its poll when a
+// waiter is already known (the token leaves at once); otherwise it polls on every
+// call until `quiet_polls` polls in a row found nothing. In such a quiet spell it
+// polls only once at least `factor` x the cost of a poll has passed since its last
+// poll, so polling takes at most 1/factor of the time. Any message ends the spell.
+// Single-threaded: the engine uses it under its mutex.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+namespace tally::detail {
+
+// A cheap monotonic tick count; its unit does not matter (only ratios are used).
+inline std::uint64_t ticks() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#elif defined(__aarch64__)
+  std::uint64_t v;
+  asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+
+class unlock_pacing {
+ public:
+  static constexpr std::uint32_t quiet_polls = 64;
+  static constexpr std::uint64_t factor = 4;
+
+  // Whether this unlock() should poll.
+  bool due(bool waiter_known) const noexcept {
+    return !waiter_known && (quiet_ < quiet_polls || ticks() - last_ >= factor * cost_);
+  }
+  // Brackets unlock()'s poll: t0 = ticks() before it, `arrived` its result.
+  void polled(std::uint64_t t0, bool arrived) noexcept {
+    last_ = ticks();
+    // Follows a cheaper poll at once but a dearer one at most twofold, so that one
+    // poll stretched by the scheduler cannot stretch the quiet-spell interval.
+    cost_ = std::min(last_ - t0, 2 * cost_ + 1);
+    if (!arrived && quiet_ < quiet_polls) ++quiet_;
+  }
+  // A message arrived, in any poll: the quiet spell is over.
+  void message_seen() noexcept { quiet_ = 0; }
+
+ private:
+  std::uint64_t last_ = 0;   // ticks() at the end of unlock()'s last poll
+  std::uint64_t cost_ = 0;   // what that poll took (estimate)
+  std::uint32_t quiet_ = 0;  // unlock() polls in a row that found nothing
+};
+
+}  // namespace tally::detail

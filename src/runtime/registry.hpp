@@ -1,0 +1,22 @@
+// runtime/registry.hpp — live engines, so that MPI_Finalize can free forgotten mutexes.
+//
+// The first add() attaches an attribute to MPI_COMM_SELF whose delete callback
+// runs at the start of MPI_Finalize, while MPI is fully usable. The callback warns
+// and frees every live engine collectively, in creation order (the order in which
+// every rank created them), so that nothing is left in flight.
+#pragma once
+
+namespace tally::detail {
+
+class engine;
+
+namespace registry {
+void add(engine* e);
+void remove(engine* e) noexcept;
+// Polls every live engine but `self` once, without blocking (engine::poll_nowait).
+// A rank that waits inside one mutex may hold other mutexes' tokens idle; with
+// inline progress they would otherwise go unanswered and ranks could deadlock.
+void poll_others(const engine* self) noexcept;
+}  // namespace registry
+
+}  // namespace tally::detail

@@ -1,0 +1,148 @@
+#include "runtime/transport.hpp"
+
+#include <algorithm>
+
+namespace tally::detail {
+
+namespace {
+constexpr int tag_request = 1;
+constexpr int tag_token = 2;
+// REQUEST receives kept posted: enough that a burst of broadcasts lands in posted
+// buffers rather than MPI's unexpected-message queue.
+constexpr int max_posted_requests = 16;
+
+bool all_null(const std::vector<MPI_Request>& reqs) {
+  return std::all_of(reqs.begin(), reqs.end(), [](MPI_Request r) { return r == MPI_REQUEST_NULL; });
+}
+}  // namespace
+
+void transport::open(comm_handle comm, int rank, int size, std::size_t payload_bytes) {
+  comm_ = std::move(comm);
+  rank_ = rank;
+  size_ = size;
+  wire_ = wire_format(size, payload_bytes);
+  token_buf_.assign(wire_.bytes(), std::byte{0});
+  if (size < 2) return;  // nobody to talk to
+  const int posted = std::min(size - 1, max_posted_requests);
+  recv_reqs_.assign(static_cast<std::size_t>(1 + posted), MPI_REQUEST_NULL);
+  request_bufs_.assign(static_cast<std::size_t>(posted), 0);
+  done_idx_.resize(recv_reqs_.size());
+  done_status_.resize(recv_reqs_.size());
+  arrived_.reserve(request_bufs_.size());
+  post_token_recv();
+  for (std::size_t k = 0; k < request_bufs_.size(); ++k) post_request_recv(k);
+}
+
+void transport::post_token_recv() {
+  check_mpi(MPI_Irecv(token_buf_.data(), 1, wire_.type(), MPI_ANY_SOURCE, tag_token, comm_.get(),
+                      &recv_reqs_[0]),
+            "MPI_Irecv(token)");
+}
+
+void transport::post_request_recv(std::size_t k) {
+  check_mpi(MPI_Irecv(&request_bufs_[k], 1, MPI_UINT64_T, MPI_ANY_SOURCE, tag_request, comm_.get(),
+                      &recv_reqs_[k + 1]),
+            "MPI_Irecv(REQUEST)");
+}
+
+transport::arrivals transport::test() {
+  arrived_.clear();
+  if (recv_reqs_.empty()) return {};
+  int count = 0;
+  check_mpi(MPI_Testsome(static_cast<int>(recv_reqs_.size()), recv_reqs_.data(), &count,
+                         done_idx_.data(), done_status_.data()),
+            "MPI_Testsome");
+  if (count == MPI_UNDEFINED) count = 0;
+  bool token = false;
+  for (std::size_t c = 0; c < static_cast<std::size_t>(count); ++c) {
+    const auto idx = static_cast<std::size_t>(done_idx_[c]);
+    if (idx == 0) {
+      token = true;
+      continue;
+    }
+    arrived_.push_back({protocol::rank_t(done_status_[c].MPI_SOURCE),
+                        protocol::seq_t(request_bufs_[idx - 1])});
+    unposted_.push_back(idx - 1);
+  }
+  return {arrived_, token};
+}
+
+void transport::repost_requests() {
+  for (std::size_t k : unposted_) post_request_recv(k);
+  unposted_.clear();
+}
+
+void transport::read_token(protocol::token& t, std::span<std::byte> payload) const {
+  wire_.unpack(token_buf_.data(), payload, t);
+}
+
+void transport::broadcast(protocol::seq_t seq) {
+  if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();  // before anyone can answer
+  auto free_slot = std::find_if(bcasts_.begin(), bcasts_.end(),
+                                [](const bcast_slot& b) { return all_null(b.reqs); });
+  bcast_slot& slot = free_slot != bcasts_.end() ? *free_slot : bcasts_.emplace_back();
+  slot.reqs.resize(static_cast<std::size_t>(size_ - 1), MPI_REQUEST_NULL);
+  slot.seq = seq.value();
+  std::size_t k = 0;
+  for (int d = 1; d < size_; ++d) {
+    const int to = (rank_ + d) % size_;
+    check_mpi(MPI_Isend(&slot.seq, 1, MPI_UINT64_T, to, tag_request, comm_.get(), &slot.reqs[k++]),
+              "MPI_Isend(REQUEST)");
+  }
+  sends_active_ = true;
+}
+
+void transport::send_token(protocol::rank_t to, const protocol::token& t,
+                           std::span<const std::byte> payload) {
+  auto free_slot = std::find_if(token_sends_.begin(), token_sends_.end(),
+                                [](const token_slot& s) { return s.req == MPI_REQUEST_NULL; });
+  token_slot& slot = free_slot != token_sends_.end() ? *free_slot : token_sends_.emplace_back();
+  slot.buf.resize(wire_.bytes());
+  wire_.pack(t, payload, slot.buf.data());
+  check_mpi(MPI_Isend(slot.buf.data(), 1, wire_.type(), to.value(), tag_token, comm_.get(), &slot.req),
+            "MPI_Isend(token)");
+  sends_active_ = true;
+}
+
+void transport::reap_sends(bool wait) {
+  for (auto& b : bcasts_) {
+    const int n = static_cast<int>(b.reqs.size());
+    if (wait) {
+      check_mpi(MPI_Waitall(n, b.reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall(REQUEST)");
+    } else {
+      int flag = 0;
+      check_mpi(MPI_Testall(n, b.reqs.data(), &flag, MPI_STATUSES_IGNORE), "MPI_Testall(REQUEST)");
+    }
+  }
+  for (auto& s : token_sends_) {
+    if (s.req == MPI_REQUEST_NULL) continue;
+    if (wait) {
+      check_mpi(MPI_Wait(&s.req, MPI_STATUS_IGNORE), "MPI_Wait(token)");
+    } else {
+      int flag = 0;
+      check_mpi(MPI_Test(&s.req, &flag, MPI_STATUS_IGNORE), "MPI_Test(token)");
+    }
+  }
+  sends_active_ = sends_pending();
+}
+
+bool transport::sends_pending() const noexcept {
+  return !std::all_of(bcasts_.begin(), bcasts_.end(), [](const bcast_slot& b) { return all_null(b.reqs); }) ||
+         std::any_of(token_sends_.begin(), token_sends_.end(),
+                     [](const token_slot& s) { return s.req != MPI_REQUEST_NULL; });
+}
+
+void transport::cancel_receives() noexcept {
+  for (MPI_Request& r : recv_reqs_) {
+    if (r == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+}
+
+void transport::close() {
+  wire_.free();
+  comm_.free("MPI_Comm_free");
+}
+
+}  // namespace tally::detail

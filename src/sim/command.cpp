@@ -1,0 +1,339 @@
+// sim/command.cpp — `tally-sim run`: its options, progress bar and exit status
+// (sim/run.hpp).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+
+#include "sim/run.hpp"
+#include "sim/text.hpp"
+
+namespace tally::sim {
+
+namespace {
+
+using text::fmt;
+
+
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+constexpr const char* help_head = R"(usage: tally-sim run --ranks N [options]
+
+Simulates N ranks taking a distributed lock over a LogGP-style network and reports
+throughput, messages and bytes per critical section, wait, handoff, bypass and
+fairness. The same arguments give the same report. See docs/simulator.md.
+
+  --ranks N                 ranks in the group (2 .. 16777216), required
+                            (--nodes N: the old spelling, deprecated)
+  --algorithm A             the lock model (default the first):
+)";
+constexpr const char* help_tail = R"(  --requests-per-rank R     critical sections per requesting rank (default 100)
+                            (--requests-per-node R: the old spelling, deprecated)
+  --total-requests C        or: critical sections in total, whoever asks first
+  --active K                only K ranks ever request: rank (a+1)N/K - 1 for
+                            a = 0..K-1 (default all); the others only receive
+  --cs-time DIST            time inside the critical section (default 1us)
+  --think-time DIST         time before each request (default 0: saturation)
+  --network NAME            LogGP parameters calibrated on the development machine:
+                            shm (Open MPI shared memory; the default)
+  --latency T               L: wire latency
+  --overhead T              o: CPU time per message, at sender and receiver
+  --gap T                   g: minimum time between two sends of one rank
+  --byte-time T             G: time per payload byte (the token is 12N+4 bytes)
+  --eager-limit BYTES       E: larger messages take the rendezvous protocol
+  --rendezvous T            R: extra latency of a message over E bytes
+  --seed S                  random seed (default 1)
+  --json                    JSON report instead of a table
+  --progress, --no-progress progress bar on stderr (default: only on a terminal)
+  --help                    this text
+
+T is a duration with a unit: 0, 250ns, 1.5us, 2ms, 1s.
+DIST is T (fixed), exp:T (exponential with mean T) or uniform:T:T.
+Exit status: 0 done, 1 a simulator invariant failed, 2 bad usage.
+)";
+
+std::string help_text() {
+  std::string h = help_head;
+  for (const model_entry& m : models()) h += fmt("                              %-16s %s\n", m.name, m.about);
+  return h + help_tail;
+}
+
+double parse_time(const std::string& opt, const std::string& v) {
+  if (v == "0") return 0;
+  static const std::pair<const char*, double> units[] = {
+      {"ns", 1e3}, {"us", 1e6}, {"ms", 1e9}, {"s", 1e12}};
+  for (const auto& [u, scale] : units) {
+    const std::string unit(u);
+    if (v.size() > unit.size() && v.compare(v.size() - unit.size(), unit.size(), unit) == 0) {
+      const std::string num = v.substr(0, v.size() - unit.size());
+      char* end = nullptr;
+      const double x = std::strtod(num.c_str(), &end);
+      if (end == num.c_str() || *end != '\0' || !std::isfinite(x) || x < 0 || x * scale > 9e18)
+        break;
+      if (unit == "s" && !num.empty() && (num.back() == 'n' || num.back() == 'u' || num.back() == 'm'))
+        break;
+      return x * scale;
+    }
+  }
+  throw usage_error(opt + ": expected a duration such as 0, 250ns, 1.5us, 2ms or 1s, got '" + v + "'");
+}
+
+ps_t parse_ps(const std::string& opt, const std::string& v) {
+  return static_cast<ps_t>(std::llround(parse_time(opt, v)));
+}
+
+duration_dist parse_dist(const std::string& opt, const std::string& v) {
+  duration_dist d;
+  if (v.rfind("exp:", 0) == 0) {
+    d.kind = duration_dist::shape::exponential;
+    d.a = parse_ps(opt, v.substr(4));
+  } else if (v.rfind("uniform:", 0) == 0) {
+    const std::string rest = v.substr(8);
+    const auto colon = rest.find(':');
+    if (colon == std::string::npos)
+      throw usage_error(opt + ": expected uniform:LO:HI, got '" + v + "'");
+    d.kind = duration_dist::shape::uniform;
+    d.a = parse_ps(opt, rest.substr(0, colon));
+    d.b = parse_ps(opt, rest.substr(colon + 1));
+    if (d.b < d.a) throw usage_error(opt + ": uniform:LO:HI needs LO <= HI, got '" + v + "'");
+  } else {
+    d.a = parse_ps(opt, v);
+  }
+  return d;
+}
+
+std::uint64_t parse_uint(const std::string& opt, const std::string& v, std::uint64_t lo,
+                         std::uint64_t hi) {
+  std::uint64_t x = 0;
+  bool ok = !v.empty() && v.size() <= 20;
+  for (char ch : v) {
+    if (ch < '0' || ch > '9' || x > (UINT64_MAX - 9) / 10) {
+      ok = false;
+      break;
+    }
+    x = x * 10 + static_cast<std::uint64_t>(ch - '0');
+  }
+  if (!ok || x < lo || x > hi)
+    throw usage_error(opt + ": expected an integer in [" + std::to_string(lo) + ", " +
+                      std::to_string(hi) + "], got '" + v + "'");
+  return x;
+}
+
+struct options {
+  run_config cfg;
+  std::vector<std::string> notes;  // deprecation notes, for standard error
+  bool json = false;
+  std::optional<bool> progress;
+  bool help = false;
+};
+
+options parse(const std::vector<std::string>& args) {
+  options o;
+  std::optional<std::uint64_t> ranks, per_rank, total, active;
+  std::optional<ps_t> latency, overhead, gap;
+  std::optional<double> byte_time;
+  std::optional<std::uint64_t> eager;
+  std::optional<ps_t> rendezvous;
+  std::string algo = "suzuki-kasami";
+  duration_dist cs{duration_dist::shape::fixed, 1'000'000, 0}, think;
+  std::uint64_t seed = 1;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string opt = args[i], val;
+    bool has_val = false;
+    if (const auto eq = opt.find('='); opt.rfind("--", 0) == 0 && eq != std::string::npos) {
+      val = opt.substr(eq + 1);
+      opt = opt.substr(0, eq);
+      has_val = true;
+    }
+    auto value = [&]() -> const std::string& {
+      if (!has_val) {
+        if (i + 1 >= args.size()) throw usage_error(opt + ": missing value");
+        val = args[++i];
+        has_val = true;
+      }
+      return val;
+    };
+    auto flag = [&]() {
+      if (has_val) throw usage_error(opt + ": takes no value");
+    };
+    if (opt == "--help" || opt == "-h") { flag(); o.help = true; }
+    else if (opt == "--json") { flag(); o.json = true; }
+    else if (opt == "--progress") { flag(); o.progress = true; }
+    else if (opt == "--no-progress") { flag(); o.progress = false; }
+    else if (opt == "--ranks" || opt == "--nodes") {
+      if (opt == "--nodes") o.notes.push_back("--nodes is deprecated; it is now --ranks");
+      ranks = parse_uint(opt, value(), 2, 1u << 24);
+    }
+    else if (opt == "--algorithm") algo = value();
+    else if (opt == "--requests-per-rank" || opt == "--requests-per-node") {
+      if (opt == "--requests-per-node")
+        o.notes.push_back("--requests-per-node is deprecated; it is now --requests-per-rank");
+      per_rank = parse_uint(opt, value(), 1, 1ull << 40);
+    }
+    else if (opt == "--total-requests") total = parse_uint(opt, value(), 1, 1ull << 40);
+    else if (opt == "--active") active = parse_uint(opt, value(), 1, 1u << 24);
+    else if (opt == "--cs-time") cs = parse_dist(opt, value());
+    else if (opt == "--think-time") think = parse_dist(opt, value());
+    else if (opt == "--network") o.cfg.network_name = value();
+    else if (opt == "--latency") latency = parse_ps(opt, value());
+    else if (opt == "--overhead") overhead = parse_ps(opt, value());
+    else if (opt == "--gap") gap = parse_ps(opt, value());
+    else if (opt == "--byte-time") byte_time = parse_time(opt, value());
+    else if (opt == "--eager-limit") eager = parse_uint(opt, value(), 0, UINT64_MAX);
+    else if (opt == "--rendezvous") rendezvous = parse_ps(opt, value());
+    else if (opt == "--seed") seed = parse_uint(opt, value(), 0, UINT64_MAX);
+    else throw usage_error("unknown option '" + args[i] + "'");
+  }
+  if (o.help) return o;
+  if (!ranks) throw usage_error("--ranks is required");
+  if (per_rank && total) throw usage_error("--requests-per-rank and --total-requests exclude each other");
+
+  run_config& c = o.cfg;
+  if (!find_model(algo)) {
+    std::string names;
+    for (const model_entry& m : models()) names += (names.empty() ? "" : ", ") + std::string(m.name);
+    throw usage_error("--algorithm: expected one of " + names + ", got '" + algo + "'");
+  }
+  c.algorithm = algo;
+
+  const auto& presets = network_presets();
+  const auto p = std::find_if(presets.begin(), presets.end(),
+                              [&](const network_preset& x) { return c.network_name == x.name; });
+  if (p == presets.end()) {
+    std::string names;
+    for (const network_preset& x : presets) names += (names.empty() ? "" : " or ") + std::string(x.name);
+    throw usage_error("--network: expected " + names + ", got '" + c.network_name + "'");
+  }
+  c.net = p->params;
+  if (latency) c.net.latency = *latency;
+  if (overhead) c.net.overhead = *overhead;
+  if (gap) c.net.gap = *gap;
+  if (byte_time) c.net.byte_time = *byte_time;
+  if (eager) c.net.eager_limit = *eager;
+  if (rendezvous) c.net.rendezvous = *rendezvous;
+
+  workload& w = c.load;
+  w.ranks = static_cast<std::int32_t>(*ranks);
+  const std::uint64_t k = active.value_or(*ranks);
+  if (k > *ranks)
+    throw usage_error("--active: " + std::to_string(k) + " exceeds --ranks " + std::to_string(*ranks));
+  for (std::uint64_t a = 1; a <= k; ++a)  // evenly spread, the last rank always among them
+    w.active.push_back(static_cast<std::int32_t>(a * *ranks / k - 1));
+  w.cs = cs;
+  w.think = think;
+  w.seed = seed;
+  if (total)
+    w.total_requests = *total;
+  else
+    w.requests_per_rank = per_rank.value_or(100);
+
+  if (c.algorithm == "suzuki-kasami") {
+    // Each instantiated rank holds RN[n] (8 bytes each) and n bytes of scratch.
+    const double need = 9.0 * static_cast<double>(*ranks) * static_cast<double>(k + 1);
+    const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                        static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    if (have > 0 && need > 0.75 * have)
+      throw usage_error(fmt("suzuki-kasami with %" PRIu64 " ranks, %" PRIu64
+                            " requesting, needs about %.1f GiB of RN rows (9 x N x active "
+                            "bytes); this machine has %.1f GiB. Lower --active.",
+                            *ranks, k, need / 1073741824.0, have / 1073741824.0));
+  }
+  return o;
+}
+
+// Draws the progress bar on a terminal, or prints a line every 10% elsewhere.
+class progress_bar {
+ public:
+  progress_bar(std::ostream& err, bool tty, std::uint64_t target)
+      : err_(err), tty_(tty), target_(std::max<std::uint64_t>(target, 1)),
+        start_(std::chrono::steady_clock::now()), last_(start_) {}
+  void operator()(std::uint64_t entries, std::uint64_t events) {
+    const auto now = std::chrono::steady_clock::now();
+    const double pct = 100.0 * static_cast<double>(entries) / static_cast<double>(target_);
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double rate = secs > 0 ? static_cast<double>(events) / secs : 0;
+    if (tty_) {
+      if (now - last_ < std::chrono::milliseconds(200)) return;
+      const int filled = static_cast<int>(pct / 100.0 * 30);
+      err_ << '\r' << '[' << std::string(static_cast<std::size_t>(std::clamp(filled, 0, 30)), '#')
+           << std::string(static_cast<std::size_t>(30 - std::clamp(filled, 0, 30)), '.') << "] "
+           << fmt("%5.1f%%  %" PRIu64 "/%" PRIu64 " CS  %.3g events/s ", pct, entries, target_, rate)
+           << std::flush;
+      drawn_ = true;
+    } else {
+      if (pct < next_pct_) return;
+      while (next_pct_ <= pct) next_pct_ += 10;
+      err_ << fmt("tally-sim: %.0f%% (%" PRIu64 "/%" PRIu64 " CS), %.3g events/s\n", pct, entries,
+                  target_, rate)
+           << std::flush;
+    }
+    last_ = now;
+  }
+  void clear() {
+    if (drawn_) err_ << "\r\033[K" << std::flush;
+  }
+
+ private:
+  std::ostream& err_;
+  bool tty_;
+  std::uint64_t target_;
+  std::chrono::steady_clock::time_point start_, last_;
+  double next_pct_ = 10;
+  bool drawn_ = false;
+};
+
+}  // namespace
+
+int run_command(std::span<const std::string_view> args, std::ostream& out, std::ostream& err,
+                bool err_is_tty) {
+  options o;
+  try {
+    o = parse(std::vector<std::string>(args.begin(), args.end()));
+  } catch (const usage_error& e) {
+    err << "tally-sim run: " << e.what() << "\nTry 'tally-sim run --help'.\n";
+    return 2;
+  }
+  if (o.help) {
+    out << help_text();
+    return 0;
+  }
+  for (const std::string& note : o.notes) err << "tally-sim run: note: " << note << '\n';
+  const workload& w = o.cfg.load;
+  const std::uint64_t target =
+      w.total_requests ? w.total_requests : w.requests_per_rank * w.active.size();
+  const bool show = o.progress.value_or(err_is_tty);
+  progress_bar bar(err, err_is_tty, target);
+  progress_fn fn;
+  if (show) fn = [&bar](std::uint64_t entries, std::uint64_t events) { bar(entries, events); };
+
+  const auto t0 = std::chrono::steady_clock::now();
+  summary s;
+  try {
+    s = simulate(o.cfg, fn, 1u << 18);
+  } catch (const invariant_violation& e) {
+    bar.clear();
+    err << e.what() << '\n';
+    return 1;
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  bar.clear();
+  out << (o.json ? report_json(o.cfg, s) : report_table(o.cfg, s)) << std::flush;
+  err << fmt("tally-sim: %" PRIu64 " events in %.3f s wall, %.4g events/s\n", s.events, wall,
+             wall > 0 ? static_cast<double>(s.events) / wall : 0.0);
+  return 0;
+}
+
+int run::main(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
+  return run_command(args, out, err, &err == &std::cerr && isatty(STDERR_FILENO) == 1);
+}
+
+}  // namespace tally::sim

@@ -1,0 +1,128 @@
+// Every error code of the C API (return codes and tally_last_error), and that a
+// failed call leaves the mutex usable. TALLY_ERR_MPI is provoked by making
+// MPI_Comm_idup fail through a PMPI wrapper (inject.hpp).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "inject.hpp"
+#include "support.hpp"
+#include "tally/tally.h"
+
+namespace {
+
+using tally::test::world_rank;
+using tally::test::world_size;
+
+TEST(CErrors, InvalidArguments) {
+  tally_mutex m = nullptr;
+  EXPECT_EQ(tally_mutex_create(MPI_COMM_NULL, nullptr, &m), TALLY_ERR_ARG);
+  EXPECT_EQ(m, nullptr);
+  tally_options o;
+  tally_options_init(&o);
+  o.initial_owner = world_size();
+  EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_ERR_ARG);
+  EXPECT_NE(std::strstr(tally_last_error(), "initial_owner"), nullptr) << tally_last_error();
+  tally_options_init(&o);
+  const int bad_enum = 7;  // as a C caller could pass it
+  std::memcpy(&o.progress, &bad_enum, sizeof o.progress);
+  EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_ERR_ARG);
+  tally_options_init(&o);
+  std::memcpy(&o.poll, &bad_enum, sizeof o.poll);
+  EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_create_payload(MPI_COMM_WORLD, nullptr, TALLY_MAX_PAYLOAD_BYTES + 1, &m),
+            TALLY_ERR_ARG);
+  // A NULL out pointer is still a collective failure, on every rank.
+  EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, nullptr), TALLY_ERR_ARG);
+
+  EXPECT_EQ(tally_mutex_lock(nullptr), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_unlock(nullptr), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_poll(nullptr), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_free(nullptr), TALLY_ERR_ARG);
+
+  ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, &m), TALLY_SUCCESS);
+  int flag = 0;
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  EXPECT_EQ(tally_mutex_trylock(m, nullptr), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_timedlock(m, 1.0, nullptr), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_timedlock(m, -1.0, &flag), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_timedlock(m, 0.0 / 0.0, &flag), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_get_stats(m, nullptr), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_payload(m, nullptr, &bytes), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_payload(m, &ptr, nullptr), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_rank(m, nullptr), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_size(m, nullptr), TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
+}
+
+TEST(CErrors, MisuseCodes) {
+  tally_mutex m = nullptr;
+  ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, &m), TALLY_SUCCESS);
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  int acquired = -1;
+  EXPECT_EQ(tally_mutex_unlock(m), TALLY_ERR_NOT_OWNER);
+  EXPECT_EQ(tally_mutex_payload(m, &ptr, &bytes), TALLY_ERR_NOT_OWNER);
+  ASSERT_EQ(tally_mutex_lock(m), TALLY_SUCCESS);
+  EXPECT_EQ(tally_mutex_lock(m), TALLY_ERR_DEADLOCK);
+  EXPECT_EQ(tally_mutex_trylock(m, &acquired), TALLY_ERR_DEADLOCK);
+  EXPECT_EQ(acquired, 0);
+  EXPECT_EQ(tally_mutex_timedlock(m, 0.001, &acquired), TALLY_ERR_DEADLOCK);
+  EXPECT_EQ(tally_mutex_payload(m, &ptr, &bytes), TALLY_SUCCESS);
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS);
+  EXPECT_EQ(tally_mutex_unlock(m), TALLY_ERR_NOT_OWNER);
+  EXPECT_NE(std::strstr(tally_last_error(), "unlock"), nullptr) << tally_last_error();
+  ASSERT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
+}
+
+TEST(CErrors, UseAfterFreeAndDoubleFree) {
+  tally_mutex m = nullptr;
+  ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, &m), TALLY_SUCCESS);
+  tally_mutex stale = m;
+  ASSERT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_EQ(tally_mutex_lock(stale), TALLY_ERR_STATE);
+  EXPECT_EQ(tally_mutex_poll(stale), TALLY_ERR_STATE);
+  EXPECT_EQ(tally_mutex_free(&stale), TALLY_ERR_STATE);
+  EXPECT_EQ(tally_mutex_free(&m), TALLY_ERR_ARG);  // *m is NULL
+}
+
+TEST(CErrors, FreeWhileHoldingReturnsStateAfterFreeing) {
+  tally_options o;
+  tally_options_init(&o);
+  o.initial_owner = world_size() - 1;
+  tally_mutex m = nullptr;
+  ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_SUCCESS);
+  if (world_rank() == world_size() - 1) {
+    ASSERT_EQ(tally_mutex_lock(m), TALLY_SUCCESS);
+    EXPECT_EQ(tally_mutex_free(&m), TALLY_ERR_STATE);
+  } else {
+    EXPECT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
+  }
+  EXPECT_EQ(m, nullptr);
+}
+
+TEST(CErrors, FailedMpiCall) {
+  tally::test::fail_comm_idup = true;
+  tally_mutex m = nullptr;
+  EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, &m), TALLY_ERR_MPI);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_NE(std::strstr(tally_last_error(), "MPI_Comm_idup"), nullptr) << tally_last_error();
+  tally::test::fail_comm_idup = false;
+}
+
+TEST(CErrors, EveryCodeHasADistinctDescription) {
+  const int codes[] = {TALLY_SUCCESS,          TALLY_ERR_ARG, TALLY_ERR_NOT_OWNER, TALLY_ERR_DEADLOCK,
+                       TALLY_ERR_THREAD_LEVEL, TALLY_ERR_MPI, TALLY_ERR_STATE};
+  for (int a : codes)
+    for (int b : codes)
+      if (a != b) {
+        EXPECT_STRNE(tally_strerror(a), tally_strerror(b));
+      }
+  EXPECT_STREQ(tally_strerror(999), "unknown tally error code");
+  EXPECT_STREQ(tally_strerror(-1), "unknown tally error code");
+}
+
+}  // namespace

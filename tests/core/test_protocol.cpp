@@ -1,0 +1,205 @@
+// Unit tests of one protocol peer: every cell of the state x event table in
+// protocol.hpp, the withdraw/try_lock extensions, and every misuse status.
+#include "core/protocol.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace tally::protocol;
+using kind = action::kind;
+
+token fresh(std::int32_t n) { return token{std::vector<seq_t>(static_cast<std::size_t>(n)), {}}; }
+
+TEST(Node, ConstructionRejectsBadArguments) {
+  EXPECT_THROW(peer(rank_t(0), 0, rank_t(0)), tally::error);
+  EXPECT_THROW(peer(rank_t(3), 3, rank_t(0)), tally::error);
+  EXPECT_THROW(peer(rank_t(0), 3, rank_t(-1)), tally::error);
+  try {
+    peer(rank_t(0), 3, rank_t(7));
+    FAIL() << "no throw";
+  } catch (const tally::error& e) {
+    EXPECT_EQ(e.code(), tally::errc::arg);
+  }
+}
+
+TEST(Node, InitialOwnerHoldsIdleToken) {
+  peer a(rank_t(1), 3, rank_t(1)), b(rank_t(0), 3, rank_t(1));
+  EXPECT_TRUE(a.holds_token());
+  EXPECT_FALSE(b.holds_token());
+  EXPECT_EQ(a.mode(), mode::idle);
+  EXPECT_EQ(a.held()->ln, std::vector<seq_t>(3));
+}
+
+TEST(Node, HolderReentersWithoutMessagesOrNewSequence) {
+  peer a(rank_t(0), 4, rank_t(0));
+  for (int k = 0; k < 3; ++k) {
+    step s = a.lock();
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s.act.what, kind::none);
+    EXPECT_EQ(a.mode(), mode::in_cs);
+    s = a.unlock();
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s.act.what, kind::none);
+  }
+  EXPECT_EQ(a.rn(rank_t(0)), seq_t(0));
+  EXPECT_EQ(a.counters().acquisitions, 3u);
+  EXPECT_EQ(a.counters().local_acquisitions, 3u);
+  EXPECT_EQ(a.counters().requests_sent + a.counters().tokens_sent, 0u);
+}
+
+TEST(Node, NonHolderBroadcastsNextSequence) {
+  peer b(rank_t(2), 5, rank_t(0));
+  step s = b.lock();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.act.what, kind::broadcast_request);
+  EXPECT_EQ(s.act.seq, seq_t(1));
+  EXPECT_EQ(b.mode(), mode::requesting);
+  EXPECT_EQ(b.counters().requests_sent, 4u);
+  EXPECT_EQ(b.lock().st, status::already_requesting);
+  EXPECT_EQ(b.counters().broadcasts, 1u);
+}
+
+TEST(Node, IdleHolderHandsOffOnFreshRequestOnly) {
+  peer a(rank_t(0), 3, rank_t(0));
+  step s = a.on_request(rank_t(1), seq_t(0));  // stale: LN[1] = 0 already served
+  EXPECT_TRUE(s.ok());
+  EXPECT_EQ(s.act.what, kind::none);
+  s = a.on_request(rank_t(1), seq_t(1));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.act.what, kind::send_token);
+  EXPECT_EQ(s.act.to, rank_t(1));
+  EXPECT_FALSE(a.holds_token());
+  std::optional<token> t = a.take_token();
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(t->queue.empty());
+  EXPECT_FALSE(a.take_token());  // exactly one take per send
+}
+
+TEST(Node, HolderInCsDefersAndQueuesInIdOrderOnUnlock) {
+  peer a(rank_t(0), 4, rank_t(0));
+  ASSERT_TRUE(a.lock().ok());
+  EXPECT_EQ(a.on_request(rank_t(3), seq_t(1)).act.what, kind::none);
+  EXPECT_EQ(a.on_request(rank_t(1), seq_t(1)).act.what, kind::none);
+  step s = a.unlock();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.act.what, kind::send_token);
+  EXPECT_EQ(s.act.to, rank_t(1));
+  std::optional<token> t = a.take_token();
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->queue, std::vector<rank_t>{rank_t(3)});
+}
+
+TEST(Node, WaiterKnownPredictsHandoffOnUnlock) {
+  peer a(rank_t(0), 3, rank_t(0));
+  EXPECT_FALSE(a.waiter_known());  // idle holder, nobody asked
+  ASSERT_TRUE(a.lock().ok());
+  EXPECT_FALSE(a.waiter_known());
+  ASSERT_TRUE(a.on_request(rank_t(2), seq_t(1)).ok());
+  EXPECT_TRUE(a.waiter_known());
+  ASSERT_EQ(a.unlock().act.what, kind::send_token);
+  EXPECT_FALSE(a.waiter_known());  // the token left
+  peer b(rank_t(1), 3, rank_t(0));
+  ASSERT_TRUE(b.on_request(rank_t(2), seq_t(1)).ok());
+  EXPECT_FALSE(b.waiter_known());  // knows of a request, but holds no token
+}
+
+TEST(Node, TokenReceiptEntersAndUnlockServesOwnRequest) {
+  peer b(rank_t(1), 3, rank_t(0));
+  ASSERT_EQ(b.lock().act.seq, seq_t(1));
+  token t = fresh(3);
+  step s = b.on_token(t);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(b.mode(), mode::in_cs);
+  EXPECT_EQ(b.counters().local_acquisitions, 0u);
+  ASSERT_TRUE(b.unlock().ok());
+  EXPECT_EQ(b.held()->ln[1], seq_t(1));
+  EXPECT_EQ(b.mode(), mode::idle);
+}
+
+TEST(Node, WithdrawnRequesterRoutesTokenWithoutEntering) {
+  peer b(rank_t(1), 3, rank_t(0));
+  ASSERT_TRUE(b.lock().ok());
+  ASSERT_TRUE(b.withdraw().ok());
+  EXPECT_EQ(b.withdraw().st, status::not_requesting);
+  ASSERT_TRUE(b.on_request(rank_t(2), seq_t(1)).ok());
+  token t = fresh(3);
+  step s = b.on_token(t);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.act.what, kind::send_token);
+  EXPECT_EQ(s.act.to, rank_t(2));
+  EXPECT_EQ(b.counters().acquisitions, 0u);
+  EXPECT_EQ(b.mode(), mode::idle);
+  EXPECT_EQ(b.take_token()->ln[1], seq_t(1));  // own request marked served
+}
+
+TEST(Node, WithdrawnRequesterKeepsTokenIdleWhenNobodyWaits) {
+  peer b(rank_t(1), 2, rank_t(0));
+  ASSERT_TRUE(b.lock().ok());
+  ASSERT_TRUE(b.withdraw().ok());
+  EXPECT_EQ(b.on_token(fresh(2)).act.what, kind::none);
+  EXPECT_TRUE(b.holds_token());
+  EXPECT_EQ(b.mode(), mode::idle);
+  EXPECT_TRUE(b.try_lock().ok());  // now a retained-token entry
+}
+
+TEST(Node, LockRearmsWithdrawnRequestWithoutNewBroadcast) {
+  peer b(rank_t(1), 3, rank_t(0));
+  ASSERT_TRUE(b.lock().ok());
+  ASSERT_TRUE(b.withdraw().ok());
+  step s = b.lock();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.act.what, kind::none);
+  EXPECT_EQ(b.counters().broadcasts, 1u);
+  ASSERT_TRUE(b.on_token(fresh(3)).ok());
+  EXPECT_EQ(b.mode(), mode::in_cs);
+}
+
+TEST(Node, TryLockNeverActs) {
+  peer a(rank_t(0), 2, rank_t(0)), b(rank_t(1), 2, rank_t(0));
+  EXPECT_EQ(b.try_lock().st, status::would_block);
+  EXPECT_EQ(b.mode(), mode::idle);
+  EXPECT_TRUE(a.try_lock().ok());
+  EXPECT_EQ(a.try_lock().st, status::already_in_cs);
+  EXPECT_EQ(a.lock().st, status::already_in_cs);
+}
+
+TEST(Node, MisuseIsReportedAndChangesNothing) {
+  peer a(rank_t(0), 3, rank_t(0));
+  const peer before = a;
+  EXPECT_EQ(a.unlock().st, status::not_in_cs);
+  EXPECT_EQ(a.on_token(fresh(3)).st, status::not_requesting);
+  EXPECT_EQ(a.on_request(rank_t(0), seq_t(1)).st, status::self_request);
+  EXPECT_EQ(a.on_request(rank_t(3), seq_t(1)).st, status::bad_rank);
+  EXPECT_EQ(a.on_request(rank_t(-1), seq_t(1)).st, status::bad_rank);
+  EXPECT_TRUE(a == before);
+  EXPECT_EQ(tally::protocol::to_errc(status::not_in_cs), tally::errc::not_owner);
+  EXPECT_EQ(tally::protocol::to_errc(status::already_in_cs), tally::errc::deadlock);
+}
+
+TEST(Node, MalformedTokenIsRejected) {
+  peer b(rank_t(1), 3, rank_t(0));
+  ASSERT_TRUE(b.lock().ok());
+  token short_ln{std::vector<seq_t>(2), {}};
+  EXPECT_EQ(b.on_token(short_ln).st, status::bad_token);
+  token dup = fresh(3);
+  dup.queue = {rank_t(2), rank_t(2)};
+  EXPECT_EQ(b.on_token(dup).st, status::bad_token);
+  token self_in_q = fresh(3);
+  self_in_q.queue = {rank_t(1)};
+  EXPECT_EQ(b.on_token(self_in_q).st, status::bad_token);
+  token out_of_range = fresh(3);
+  out_of_range.queue = {rank_t(5)};
+  EXPECT_EQ(b.on_token(out_of_range).st, status::bad_token);
+  EXPECT_EQ(b.mode(), mode::requesting);
+  EXPECT_TRUE(b.on_token(fresh(3)).ok());
+}
+
+TEST(Node, SingleNodeIsAlwaysLocal) {
+  peer a(rank_t(0), 1, rank_t(0));
+  ASSERT_TRUE(a.lock().ok());
+  ASSERT_TRUE(a.unlock().ok());
+  EXPECT_EQ(a.counters().local_acquisitions, 1u);
+}
+
+}  // namespace

@@ -1,0 +1,122 @@
+// Every error code from C++ (tally::error), and that a failed call leaves the
+// mutex usable; the C API's codes: tests/capi/test_capi_errors.cpp. TALLY_ERR_MPI is
+// provoked by making MPI_Comm_idup fail through a PMPI wrapper (inject.hpp);
+// errc::thread_level lives in test_thread_level.cpp, which initializes MPI without
+// MPI_THREAD_MULTIPLE.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "inject.hpp"
+#include "support.hpp"
+
+namespace {
+
+using tally::errc;
+using tally::test::world_rank;
+using tally::test::world_size;
+
+// Runs f, expecting tally::error with `code`; returns its message.
+template <class F>
+std::string expect_error(errc code, F&& f) {
+  try {
+    f();
+  } catch (const tally::error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no tally::error thrown, expected code " << static_cast<int>(code);
+  return {};
+}
+
+tally::options owner(int r) {
+  tally::options o;
+  o.initial_owner = r;
+  return o;
+}
+
+// --- C++ -------------------------------------------------------------------------------
+
+TEST(CppErrors, InvalidArgumentsAtCreation) {
+  const int n = world_size();
+  expect_error(errc::arg, [] { tally::mutex m(MPI_COMM_NULL); });
+  const std::string msg = expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, owner(n)); });
+  EXPECT_NE(msg.find("initial_owner"), std::string::npos) << msg;
+  expect_error(errc::arg, [] { tally::mutex m(MPI_COMM_WORLD, owner(-1)); });
+  tally::options big;
+  big.payload_bytes = tally::max_payload_bytes + 1;
+  expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, big); });
+  tally::options bad_interval;
+  bad_interval.polling.interval = std::chrono::microseconds(-5);
+  expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, bad_interval); });
+}
+
+TEST(CppErrors, OneRanksBadArgumentFailsEveryRank) {
+  // Only the last rank passes an out-of-range owner; all ranks must fail, none hang.
+  const int n = world_size();
+  expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, owner(world_rank() == n - 1 ? n : 0)); });
+  tally::options o;
+  o.payload_bytes = world_rank() == 0 ? 8 : 16;
+  if (n > 1) {
+    const std::string msg = expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, o); });
+    EXPECT_NE(msg.find("payload"), std::string::npos) << msg;
+  }
+  // The communicator is still fine for a correct creation afterwards.
+  tally::mutex ok(MPI_COMM_WORLD);
+  ok.lock();
+  ok.unlock();
+}
+
+TEST(CppErrors, MisuseThrowsAndLeavesTheMutexUsable) {
+  tally::mutex m(MPI_COMM_WORLD, owner(0));
+  expect_error(errc::not_owner, [&] { m.unlock(); });
+  expect_error(errc::not_owner, [&] { (void)m.payload(); });
+  m.lock();
+  expect_error(errc::deadlock, [&] { m.lock(); });
+  expect_error(errc::deadlock, [&] { (void)m.try_lock(); });
+  expect_error(errc::deadlock, [&] { (void)m.try_lock_for(std::chrono::milliseconds(1)); });
+  EXPECT_EQ(m.payload().size(), 0u);
+  m.unlock();
+  expect_error(errc::not_owner, [&] { m.unlock(); });
+  m.lock();  // still works
+  m.unlock();
+  tally::test::progress_barrier(MPI_COMM_WORLD, m);
+}
+
+TEST(CppErrors, UseAfterFreeIsAStateError) {
+  tally::mutex m(MPI_COMM_WORLD);
+  m.free();
+  expect_error(errc::state, [&] { m.lock(); });
+  expect_error(errc::state, [&] { (void)m.try_lock(); });
+  expect_error(errc::state, [&] { m.unlock(); });
+  expect_error(errc::state, [&] { m.poll(); });
+  expect_error(errc::state, [&] { m.free(); });
+}
+
+TEST(CppErrors, FreeWhileHoldingReleasesFreesAndReports) {
+  tally::mutex m(MPI_COMM_WORLD, owner(0));
+  if (world_rank() == 0) {
+    m.lock();
+    expect_error(errc::state, [&] { m.free(); });
+  } else {
+    m.free();
+  }
+  expect_error(errc::state, [&] { m.lock(); });
+}
+
+TEST(CppErrors, FailedMpiCallIsReportedWithMpisMessage) {
+  tally::test::fail_comm_idup = true;
+  try {
+    tally::mutex m(MPI_COMM_WORLD);
+    ADD_FAILURE() << "creation succeeded although MPI_Comm_idup failed";
+  } catch (const tally::error& e) {
+    EXPECT_EQ(e.code(), errc::mpi);
+    EXPECT_EQ(e.mpi_error(), MPI_ERR_OTHER);
+    EXPECT_NE(std::string(e.what()).find("MPI_Comm_idup"), std::string::npos) << e.what();
+  }
+  tally::test::fail_comm_idup = false;
+}
+
+}  // namespace

@@ -7,14 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <random>
 #include <string>
-#include <thread>
 
 #include "harness.hpp"
 #include "lock_kinds.hpp"
+#include "support.hpp"
 
 namespace {
 
@@ -31,61 +31,6 @@ std::uint64_t max_all(std::uint64_t v) {
   MPI_Allreduce(&v, &s, 1, MPI_UINT64_T, MPI_MAX, world().comm);
   return s;
 }
-
-// A counter at rank 0 of a window of its own, incremented inside the critical
-// section with a separate MPI_Get and MPI_Put (a non-atomic read-modify-write),
-// and an occupancy word claimed with MPI_Compare_and_swap that detects overlap.
-class shared_counter {
- public:
-  shared_counter() {
-    MPI_Win_allocate(2 * sizeof(std::int64_t), sizeof(std::int64_t), MPI_INFO_NULL, world().comm,
-                     &base_, &win_);
-    base_[0] = 0;
-    base_[1] = -1;
-    MPI_Win_lock_all(0, win_);
-    MPI_Barrier(world().comm);
-  }
-  ~shared_counter() {
-    MPI_Win_unlock_all(win_);
-    MPI_Win_free(&win_);
-  }
-  shared_counter(const shared_counter&) = delete;
-  shared_counter& operator=(const shared_counter&) = delete;
-
-  // Claims the occupancy word for `me`; returns the previous occupant (-1: none).
-  std::int64_t enter(std::int64_t me) { return cas(-1, me); }
-  // Releases it; returns the previous occupant (`me` if all is well).
-  std::int64_t leave(std::int64_t me) { return cas(me, -1); }
-
-  void increment() {
-    std::int64_t v = 0;
-    MPI_Get(&v, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, win_);
-    MPI_Win_flush(0, win_);
-    spin_for(300);
-    std::this_thread::yield();  // widen the window for an overlapping entry
-    ++v;
-    MPI_Put(&v, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, win_);
-    MPI_Win_flush(0, win_);
-  }
-
-  std::int64_t value() {
-    std::int64_t v = 0;
-    MPI_Fetch_and_op(nullptr, &v, MPI_INT64_T, 0, 0, MPI_NO_OP, win_);
-    MPI_Win_flush(0, win_);
-    return v;
-  }
-
- private:
-  std::int64_t cas(std::int64_t expect, std::int64_t desired) {
-    std::int64_t old = 0;
-    MPI_Compare_and_swap(&desired, &expect, &old, MPI_INT64_T, 0, 1, win_);
-    MPI_Win_flush(0, win_);
-    return old;
-  }
-
-  MPI_Win win_ = MPI_WIN_NULL;
-  std::int64_t* base_ = nullptr;
-};
 
 // Messages (summed over ranks) and the largest point-to-point message sent while
 // body() ran, between two polling barriers.
@@ -154,7 +99,7 @@ TYPED_TEST_SUITE(LockKind, kinds, kind_names);
 TYPED_TEST(LockKind, MutualExclusion) {
   const int n = world().size, me = world().rank;
   constexpr int entries = 120;
-  shared_counter counter;
+  tally::test::shared_counter counter(world().comm, 0, std::chrono::nanoseconds(300));
   TypeParam lk(world().comm);
   auto poll = [&] { lk.poll(); };
   std::minstd_rand rng(static_cast<unsigned>(me) * 7919u + 1u);
@@ -248,37 +193,13 @@ TYPED_TEST(LockKind, ContendedCost) {
   }
 }
 
-// Prints a non-zero rank's failed assertions, prefixed with its rank.
-class rank_failure_printer : public ::testing::EmptyTestEventListener {
+// The harness's world (its duplicate of MPI_COMM_WORLD) lives for the whole run;
+// the MPI gtest main (tests/support) initializes and finalizes MPI around it.
+class world_environment : public ::testing::Environment {
  public:
-  explicit rank_failure_printer(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, r.file_name() ? r.file_name() : "?",
-                   r.line_number(), r.summary());
-  }
-
- private:
-  int rank_;
+  void SetUp() override { bench::init_world(); }
+  void TearDown() override { bench::finalize_world(); }
 };
+::testing::Environment* const world_env = ::testing::AddGlobalTestEnvironment(new world_environment);
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  ::testing::InitGoogleTest(&argc, argv);
-  bench::init_world();
-  const int rank = bench::world().rank;
-  if (rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new rank_failure_printer(rank));
-  }
-  const int local = RUN_ALL_TESTS();
-  int global = 0;
-  MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, bench::world().comm);
-  bench::finalize_world();
-  MPI_Finalize();
-  return global;
-}

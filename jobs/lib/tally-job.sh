@@ -1,8 +1,10 @@
 # shellcheck shell=bash
 # Common body of tally's Slurm batch scripts (sourced by jobs/*.sbatch, never run).
 #
-# Contract: the caller has set TALLY_ROOT (the tally checkout) and TALLY_JOB (a short
-# job kind, e.g. "handoff") and may set TALLY_DEFAULT_FILTER. tally_job_main then runs
+# Contract: the caller has set TALLY_JOB (a short job kind, e.g. "handoff") and may
+# set TALLY_DEFAULT_FILTER. Sourcing this file sets TALLY_ROOT, the checkout it lives
+# in (Slurm runs a copy of the batch script from its spool, so the batch script
+# finds this file by tally_root_of_job below). tally_job_main then runs
 # tally_bench once across the allocation and leaves, in $TALLY_RESULTS/$SLURM_JOB_ID/:
 #   bench.json  Google Benchmark JSON written by rank 0 (--benchmark_out)
 #   env.json    the run's environment: MPI, nodes, ranks, transport, launcher, dates,
@@ -18,6 +20,10 @@
 #   TALLY_FILTER      Google Benchmark --benchmark_filter regex        [TALLY_DEFAULT_FILTER]
 #   TALLY_BENCH_ARGS  extra tally_bench arguments, split on whitespace []
 #   TALLY_RESULTS     results root                                     [$TALLY_ROOT/results]
+
+TALLY_ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
+# shellcheck source-path=SCRIPTDIR source=../../scripts/lib/transport.sh
+source "$TALLY_ROOT/scripts/lib/transport.sh"
 
 # Exits 2 with a message; once the results folder exists, env.json records the failure.
 tally_die() {
@@ -62,45 +68,15 @@ tally_json_arr() {
   printf ']'
 }
 
-# Sets the global array TALLY_MCA (name=value pairs) from TALLY_TRANSPORT.
+# Sets the global array TALLY_MCA (name=value pairs) from TALLY_TRANSPORT, through
+# the one transport table (scripts/lib/transport.sh).
 tally_select_transport() {
-  TALLY_MCA=()
-  case "$TALLY_TRANSPORT" in
-    ucx)
-      # InfiniBand (or any UCX fabric); RMA baselines go through UCX as well.
-      TALLY_MCA=(pml=ucx osc=ucx)
-      ;;
-    tcp)
-      # Ethernet: two-sided traffic through ob1 over TCP only. One-sided (the
-      # MPI_Win_lock and MCS baselines): Open MPI 4.1's osc/pt2pt refuses
-      # MPI_THREAD_MULTIPLE and osc/rdma needs an RDMA-capable btl, so RMA goes
-      # through osc/ucx restricted to UCX's TCP transport (osc/pt2pt if UCX is absent).
-      TALLY_MCA=(pml=ob1 'btl=self,tcp' 'osc=ucx,pt2pt')
-      export UCX_TLS="${UCX_TLS:-tcp,self}"
-      if [[ -n "${TALLY_TCP_IF:-}" ]]; then
-        TALLY_MCA+=("btl_tcp_if_include=$TALLY_TCP_IF")
-        # UCX takes interface names, not CIDRs.
-        if [[ "$TALLY_TCP_IF" != */* ]]; then
-          export UCX_NET_DEVICES="${UCX_NET_DEVICES:-$TALLY_TCP_IF}"
-        fi
-      fi
-      ;;
-    shm)
-      # Shared memory within one node.
-      if ((SLURM_JOB_NUM_NODES > 1)); then
-        tally_die "TALLY_TRANSPORT=shm needs a single node, this job has $SLURM_JOB_NUM_NODES"
-      fi
-      # osc/sm for RMA (the baselines use MPI_Win_allocate): osc/rdma over vader crashed
-      # with Open MPI 4.1.4 in our tests.
-      TALLY_MCA=(pml=ob1 'btl=self,vader' 'osc=sm,pt2pt')
-      ;;
-    auto)
-      # Leave the choice to the MPI library (and to OMPI_MCA_* already in the environment).
-      ;;
-    *)
-      tally_die "TALLY_TRANSPORT='$TALLY_TRANSPORT' is not one of ucx, tcp, shm, auto"
-      ;;
-  esac
+  if [[ "$TALLY_TRANSPORT" == shm ]] && ((SLURM_JOB_NUM_NODES > 1)); then
+    tally_die "TALLY_TRANSPORT=shm needs a single node, this job has $SLURM_JOB_NUM_NODES"
+  fi
+  local why
+  why=$(tally_transport "$TALLY_TRANSPORT" "${TALLY_TCP_IF:-}" 2>&1 >/dev/null) || tally_die "$why"
+  tally_transport "$TALLY_TRANSPORT" "${TALLY_TCP_IF:-}"
   if [[ -n "${TALLY_TCP_IF:-}" && "$TALLY_TRANSPORT" != tcp ]]; then
     tally_log "warning: TALLY_TCP_IF is ignored with TALLY_TRANSPORT=$TALLY_TRANSPORT"
   fi
@@ -112,7 +88,6 @@ tally_select_launcher() {
   if [[ -n "${TALLY_LAUNCH_ARGS:-}" ]]; then
     read -r -a extra <<<"$TALLY_LAUNCH_ARGS"
   fi
-  local kv
   case "$TALLY_LAUNCHER" in
     srun)
       command -v srun >/dev/null || tally_die "srun not found in PATH"
@@ -123,24 +98,16 @@ tally_select_launcher() {
           "set TALLY_SRUN_MPI to one it lists, or TALLY_LAUNCHER=mpirun"
       fi
       # Open MPI reads MCA parameters from OMPI_MCA_* in each rank's environment.
-      for kv in "${TALLY_MCA[@]}"; do
-        export "OMPI_MCA_${kv%%=*}=${kv#*=}"
-      done
+      tally_mca_export
       TALLY_LAUNCH=(srun "--mpi=$TALLY_SRUN_MPI" --kill-on-bad-exit=1
         "--ntasks=$SLURM_NTASKS" "${extra[@]}")
       ;;
     mpirun)
       command -v mpirun >/dev/null || tally_die "mpirun not found in PATH (load your MPI module)"
       # mpirun takes nodes and slots from the Slurm allocation.
-      TALLY_LAUNCH=(mpirun -np "$SLURM_NTASKS")
-      for kv in "${TALLY_MCA[@]}"; do
-        TALLY_LAUNCH+=(--mca "${kv%%=*}" "${kv#*=}")
-      done
-      local v
-      for v in UCX_TLS UCX_NET_DEVICES; do
-        [[ -z "${!v:-}" ]] || TALLY_LAUNCH+=(-x "$v")
-      done
-      TALLY_LAUNCH+=("${extra[@]}")
+      local -a mca_args
+      mapfile -t mca_args < <(tally_mca_args)
+      TALLY_LAUNCH=(mpirun -np "$SLURM_NTASKS" "${mca_args[@]}" "${extra[@]}")
       ;;
     *)
       tally_die "TALLY_LAUNCHER='$TALLY_LAUNCHER' is not one of srun, mpirun"

@@ -225,7 +225,7 @@ std::optional<std::string> world::violation() const {
   }
   if (h && peers_[h->index()].mode() == mode::idle) {
     if (!t.queue.empty()) return report{}("idle holder ", h->value(), " has a non-empty Q");
-    // The card's reachable_ready: an idle holder has handed off every request it knows.
+    // I4 ready holder: an idle holder has handed off every request it knows of.
     for (std::size_t j = 0; j < n; ++j)
       if (peers_[h->index()].rn(rank_t(static_cast<std::int32_t>(j))) == t.ln[j].next())
         return report{}("idle holder ", h->value(), " keeps the token although RN_", h->value(),
@@ -248,7 +248,7 @@ std::optional<std::string> world::violation() const {
       return report{}("pending REQUEST(", m.from.value(), ", ", m.seq.value(), ") to ",
                       m.to.value(), " is duplicated");
   }
-  // The card's fresh broadcast: a requester's current REQUEST has reached each other
+  // I6 fresh broadcast: a requester's current REQUEST has reached each other
   // rank or is pending to it.
   for (const protocol::peer& ni : peers_) {
     if (ni.mode() != mode::requesting) continue;

@@ -1,10 +1,10 @@
-// check/world.hpp — n protocol ranks and the network between them, as one value.
+// check/world.hpp — n protocol peers and the network between them, as one value.
 //
 // The network holds the pending REQUESTs (unordered, exactly-once: any pending one
 // may be delivered next) and at most one token in flight. Every step goes through
 // the protocol core; the world only moves messages. The trace replayer, the model
 // checker and the randomized tests step it; the invariant checks here are the ones
-// DESIGN.md lists. No MPI.
+// docs/protocol.md lists (I1-I7). No MPI.
 #pragma once
 
 #include <cstdint>
@@ -86,7 +86,7 @@ class world {
   bool quiescent() const noexcept;
 
   // --- checks ------------------------------------------------------------------
-  // The first broken invariant of DESIGN.md, described, or nullopt if all hold.
+  // The first broken invariant of docs/protocol.md (I1-I7), described, or nullopt.
   std::optional<std::string> violation() const;
   // The first RN or LN entry that decreased from `before` to this state, or nullopt.
   std::optional<std::string> regression_from(const world& before) const;

@@ -5,7 +5,7 @@
 // one pending REQUEST is delivered (channels are unordered), the in-flight token
 // is delivered, an in-CS rank exits. A state is world::encode() plus each rank's
 // remaining lock budget. On every reachable state it asserts
-//   - world::violation() is empty (the invariants of DESIGN.md),
+//   - world::violation() is empty (the invariants I1-I7 of docs/protocol.md),
 //   - no RN or LN entry decreased across the step that reached it,
 //   - deadlock freedom: a requesting or in-CS rank implies world::can_progress(),
 //   - a state without successors is quiescent (all idle, network empty),

@@ -1,4 +1,4 @@
-// Shared helpers for the MPI tests.
+// Shared helpers for the MPI tests (tests/ and the benchmark's self-test).
 #pragma once
 
 #include <mpi.h>
@@ -43,9 +43,12 @@ inline void progress_barrier(MPI_Comm comm, tally::mutex& m) {
 // A counter that lives in an MPI window at rank `home` of comm, read and written
 // with separate MPI_Get/MPI_Put (a non-atomic read-modify-write), plus an occupancy
 // word updated with MPI_Compare_and_swap that detects overlapping critical sections.
+// Collective construction and destruction. `hold` is busy time between the get and
+// the put, to widen the window an overlapping entry would hit.
 class shared_counter {
  public:
-  shared_counter(MPI_Comm comm, int home) : home_(home) {
+  shared_counter(MPI_Comm comm, int home, std::chrono::nanoseconds hold = {})
+      : home_(home), hold_(hold) {
     MPI_Win_allocate(2 * sizeof(std::int64_t), sizeof(std::int64_t), MPI_INFO_NULL, comm, &base_, &win_);
     base_[0] = 0;
     base_[1] = -1;
@@ -64,11 +67,14 @@ class shared_counter {
   // Clears the occupancy; returns the previous occupant (`me` if all is well).
   std::int64_t leave(std::int64_t me) { return cas(me, -1); }
 
-  // Non-atomic increment: get, yield, put.
+  // Non-atomic increment: get, hold, yield, put.
   void increment() {
     std::int64_t v = 0;
     MPI_Get(&v, 1, MPI_INT64_T, home_, 0, 1, MPI_INT64_T, win_);
     MPI_Win_flush(home_, win_);
+    for (const auto end = std::chrono::steady_clock::now() + hold_;
+         std::chrono::steady_clock::now() < end;) {
+    }
     std::this_thread::yield();
     ++v;
     MPI_Put(&v, 1, MPI_INT64_T, home_, 0, 1, MPI_INT64_T, win_);
@@ -91,6 +97,7 @@ class shared_counter {
   }
 
   int home_;
+  std::chrono::nanoseconds hold_;
   std::int64_t* base_ = nullptr;
   MPI_Win win_ = MPI_WIN_NULL;
 };

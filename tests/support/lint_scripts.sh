@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Static checks of the Slurm scripts: bash -n and shellcheck on every shell script
-# under jobs/ and tests/slurm/. Usage: lint_scripts.sh SOURCE_DIR
+# Static checks of every shell script of the project: bash -n and shellcheck on the
+# scripts under jobs/, scripts/, bench/, tests/ and .ci/. Usage: lint_scripts.sh SOURCE_DIR
 set -euo pipefail
 
 src=$(cd -- "${1:?usage: lint_scripts.sh SOURCE_DIR}" && pwd -P)
@@ -17,7 +17,8 @@ while IFS= read -r -d '' f; do
       [[ "$first" =~ ^#!.*[/\ ](ba)?sh([[:space:]]|$) ]] && scripts+=("$f")
       ;;
   esac
-done < <(find "$src/jobs" "$src/tests/slurm" -type f -print0 | sort -z)
+done < <(find "$src/jobs" "$src/scripts" "$src/bench" "$src/tests" "$src/.ci" -type f \
+  ! -name '*.json' ! -name '*.png' -print0 | sort -z)
 ((${#scripts[@]} > 0)) || { echo "FAIL: no scripts found under $src/jobs" >&2; exit 1; }
 
 rc=0

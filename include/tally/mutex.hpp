@@ -1,6 +1,6 @@
 // tally/mutex.hpp — a distributed critical section over an MPI communicator.
 //
-// Every rank of the communicator is a Suzuki–Kasami node. tally::mutex meets the
+// Every rank of the communicator is a Suzuki–Kasami peer. tally::mutex meets the
 // standard Lockable and TimedLockable requirements, so std::lock_guard and
 // std::unique_lock work. Construction and destruction are collective.
 //

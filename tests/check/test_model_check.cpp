@@ -271,7 +271,7 @@ class explorer {
     if (last.what != move::kind::none) lines.push_back(last.line());
     for (std::uint32_t k = id; k != 0; k = parent_[k]) lines.push_back(edge_[k].line());
     std::ostringstream os;
-    os << what << "\nreached by this trace (tally-sim replay):\nnodes " << b_.n << " owner "
+    os << what << "\nreached by this trace (tally-sim replay):\nranks " << b_.n << " owner "
        << b_.owner << "\n";
     for (auto it = lines.rbegin(); it != lines.rend(); ++it) os << *it << "\n";
     return os.str();
@@ -316,16 +316,16 @@ constexpr bool slow_build = true;
 constexpr const char* slow_reason = "too slow in an unoptimized or sanitized build";
 
 // Floors are the counts measured at the commit that set them (docs/protocol.md).
-TEST(ModelCheck, TwoNodesThreeRequestsEach) { check({2, 3, false}, 234); }
-TEST(ModelCheck, TwoNodesSixRequestsEachWithWithdraw) { check({2, 6, true, 1}, 3'962); }
-TEST(ModelCheck, ThreeNodesTwoRequestsEach) { check({3, 2, false}, 58'973); }
-TEST(ModelCheck, ThreeNodesThreeRequestsEach) {
+TEST(ModelCheck, TwoRanksThreeRequestsEach) { check({2, 3, false}, 234); }
+TEST(ModelCheck, TwoRanksSixRequestsEachWithWithdraw) { check({2, 6, true, 1}, 3'962); }
+TEST(ModelCheck, ThreeRanksTwoRequestsEach) { check({3, 2, false}, 58'973); }
+TEST(ModelCheck, ThreeRanksThreeRequestsEach) {
   if (slow_build) GTEST_SKIP() << slow_reason;
   check({3, 3, false}, 3'325'838);
 }
-TEST(ModelCheck, ThreeNodesTwoRequestsEachWithWithdraw) { check({3, 2, true, 1}, 222'245); }
-TEST(ModelCheck, FourNodesOneRequestEach) { check({4, 1, false}, 123'445); }
-TEST(ModelCheck, FourNodesOneRequestEachWithWithdraw) {
+TEST(ModelCheck, ThreeRanksTwoRequestsEachWithWithdraw) { check({3, 2, true, 1}, 222'245); }
+TEST(ModelCheck, FourRanksOneRequestEach) { check({4, 1, false}, 123'445); }
+TEST(ModelCheck, FourRanksOneRequestEachWithWithdraw) {
   if (slow_build) GTEST_SKIP() << slow_reason;
   check({4, 1, true, 3}, 551'179);
 }

@@ -36,7 +36,8 @@ TEST(ReplayParse, HeaderForms) {
   for (const char* text :
        {"ranks 3 owner 2\nexpect holder 2\n",
         "# comment\n\n  ranks 3   # trailing comment\nowner 2\nexpect holder 2\n",
-        "ranks 3 owner 2\n"}) {
+        "ranks 3 owner 2\n",
+        "nodes 3 owner 2\n"}) {  // the old spelling of the header, still accepted
     std::istringstream in(text);
     auto parsed = replay::parse(in);
     ASSERT_TRUE(std::holds_alternative<replay::script>(parsed)) << text;

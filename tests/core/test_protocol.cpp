@@ -11,7 +11,7 @@ using kind = action::kind;
 
 token fresh(std::int32_t n) { return token{std::vector<seq_t>(static_cast<std::size_t>(n)), {}}; }
 
-TEST(Node, ConstructionRejectsBadArguments) {
+TEST(Peer, ConstructionRejectsBadArguments) {
   EXPECT_THROW(peer(rank_t(0), 0, rank_t(0)), tally::error);
   EXPECT_THROW(peer(rank_t(3), 3, rank_t(0)), tally::error);
   EXPECT_THROW(peer(rank_t(0), 3, rank_t(-1)), tally::error);
@@ -23,7 +23,7 @@ TEST(Node, ConstructionRejectsBadArguments) {
   }
 }
 
-TEST(Node, InitialOwnerHoldsIdleToken) {
+TEST(Peer, InitialOwnerHoldsIdleToken) {
   peer a(rank_t(1), 3, rank_t(1)), b(rank_t(0), 3, rank_t(1));
   EXPECT_TRUE(a.holds_token());
   EXPECT_FALSE(b.holds_token());
@@ -31,7 +31,7 @@ TEST(Node, InitialOwnerHoldsIdleToken) {
   EXPECT_EQ(a.held()->ln, std::vector<seq_t>(3));
 }
 
-TEST(Node, HolderReentersWithoutMessagesOrNewSequence) {
+TEST(Peer, HolderReentersWithoutMessagesOrNewSequence) {
   peer a(rank_t(0), 4, rank_t(0));
   for (int k = 0; k < 3; ++k) {
     step s = a.lock();
@@ -48,7 +48,7 @@ TEST(Node, HolderReentersWithoutMessagesOrNewSequence) {
   EXPECT_EQ(a.counters().requests_sent + a.counters().tokens_sent, 0u);
 }
 
-TEST(Node, NonHolderBroadcastsNextSequence) {
+TEST(Peer, NonHolderBroadcastsNextSequence) {
   peer b(rank_t(2), 5, rank_t(0));
   step s = b.lock();
   ASSERT_TRUE(s.ok());
@@ -60,7 +60,7 @@ TEST(Node, NonHolderBroadcastsNextSequence) {
   EXPECT_EQ(b.counters().broadcasts, 1u);
 }
 
-TEST(Node, IdleHolderHandsOffOnFreshRequestOnly) {
+TEST(Peer, IdleHolderHandsOffOnFreshRequestOnly) {
   peer a(rank_t(0), 3, rank_t(0));
   step s = a.on_request(rank_t(1), seq_t(0));  // stale: LN[1] = 0 already served
   EXPECT_TRUE(s.ok());
@@ -76,7 +76,7 @@ TEST(Node, IdleHolderHandsOffOnFreshRequestOnly) {
   EXPECT_FALSE(a.take_token());  // exactly one take per send
 }
 
-TEST(Node, HolderInCsDefersAndQueuesInIdOrderOnUnlock) {
+TEST(Peer, HolderInCsDefersAndQueuesInIdOrderOnUnlock) {
   peer a(rank_t(0), 4, rank_t(0));
   ASSERT_TRUE(a.lock().ok());
   EXPECT_EQ(a.on_request(rank_t(3), seq_t(1)).act.what, kind::none);
@@ -90,7 +90,7 @@ TEST(Node, HolderInCsDefersAndQueuesInIdOrderOnUnlock) {
   EXPECT_EQ(t->queue, std::vector<rank_t>{rank_t(3)});
 }
 
-TEST(Node, WaiterKnownPredictsHandoffOnUnlock) {
+TEST(Peer, WaiterKnownPredictsHandoffOnUnlock) {
   peer a(rank_t(0), 3, rank_t(0));
   EXPECT_FALSE(a.waiter_known());  // idle holder, nobody asked
   ASSERT_TRUE(a.lock().ok());
@@ -104,7 +104,7 @@ TEST(Node, WaiterKnownPredictsHandoffOnUnlock) {
   EXPECT_FALSE(b.waiter_known());  // knows of a request, but holds no token
 }
 
-TEST(Node, TokenReceiptEntersAndUnlockServesOwnRequest) {
+TEST(Peer, TokenReceiptEntersAndUnlockServesOwnRequest) {
   peer b(rank_t(1), 3, rank_t(0));
   ASSERT_EQ(b.lock().act.seq, seq_t(1));
   token t = fresh(3);
@@ -117,7 +117,7 @@ TEST(Node, TokenReceiptEntersAndUnlockServesOwnRequest) {
   EXPECT_EQ(b.mode(), mode::idle);
 }
 
-TEST(Node, WithdrawnRequesterRoutesTokenWithoutEntering) {
+TEST(Peer, WithdrawnRequesterRoutesTokenWithoutEntering) {
   peer b(rank_t(1), 3, rank_t(0));
   ASSERT_TRUE(b.lock().ok());
   ASSERT_TRUE(b.withdraw().ok());
@@ -133,7 +133,7 @@ TEST(Node, WithdrawnRequesterRoutesTokenWithoutEntering) {
   EXPECT_EQ(b.take_token()->ln[1], seq_t(1));  // own request marked served
 }
 
-TEST(Node, WithdrawnRequesterKeepsTokenIdleWhenNobodyWaits) {
+TEST(Peer, WithdrawnRequesterKeepsTokenIdleWhenNobodyWaits) {
   peer b(rank_t(1), 2, rank_t(0));
   ASSERT_TRUE(b.lock().ok());
   ASSERT_TRUE(b.withdraw().ok());
@@ -143,7 +143,7 @@ TEST(Node, WithdrawnRequesterKeepsTokenIdleWhenNobodyWaits) {
   EXPECT_TRUE(b.try_lock().ok());  // now a retained-token entry
 }
 
-TEST(Node, LockRearmsWithdrawnRequestWithoutNewBroadcast) {
+TEST(Peer, LockRearmsWithdrawnRequestWithoutNewBroadcast) {
   peer b(rank_t(1), 3, rank_t(0));
   ASSERT_TRUE(b.lock().ok());
   ASSERT_TRUE(b.withdraw().ok());
@@ -155,7 +155,7 @@ TEST(Node, LockRearmsWithdrawnRequestWithoutNewBroadcast) {
   EXPECT_EQ(b.mode(), mode::in_cs);
 }
 
-TEST(Node, TryLockNeverActs) {
+TEST(Peer, TryLockNeverActs) {
   peer a(rank_t(0), 2, rank_t(0)), b(rank_t(1), 2, rank_t(0));
   EXPECT_EQ(b.try_lock().st, status::would_block);
   EXPECT_EQ(b.mode(), mode::idle);
@@ -164,7 +164,7 @@ TEST(Node, TryLockNeverActs) {
   EXPECT_EQ(a.lock().st, status::already_in_cs);
 }
 
-TEST(Node, MisuseIsReportedAndChangesNothing) {
+TEST(Peer, MisuseIsReportedAndChangesNothing) {
   peer a(rank_t(0), 3, rank_t(0));
   const peer before = a;
   EXPECT_EQ(a.unlock().st, status::not_in_cs);
@@ -177,7 +177,7 @@ TEST(Node, MisuseIsReportedAndChangesNothing) {
   EXPECT_EQ(tally::protocol::to_errc(status::already_in_cs), tally::errc::deadlock);
 }
 
-TEST(Node, MalformedTokenIsRejected) {
+TEST(Peer, MalformedTokenIsRejected) {
   peer b(rank_t(1), 3, rank_t(0));
   ASSERT_TRUE(b.lock().ok());
   token short_ln{std::vector<seq_t>(2), {}};
@@ -195,7 +195,7 @@ TEST(Node, MalformedTokenIsRejected) {
   EXPECT_TRUE(b.on_token(fresh(3)).ok());
 }
 
-TEST(Node, SingleNodeIsAlwaysLocal) {
+TEST(Peer, SingleNodeIsAlwaysLocal) {
   peer a(rank_t(0), 1, rank_t(0));
   ASSERT_TRUE(a.lock().ok());
   ASSERT_TRUE(a.unlock().ok());

@@ -40,21 +40,27 @@ concept lock_kind = std::constructible_from<L, MPI_Comm> && requires(L& l) {
 // command line before any benchmark runs).
 inline tally::poll_policy tally_thread_polling{};
 
-// tally with progress inside its calls only (the default mode).
+// tally with progress inside its calls only.
 class tally_inline {
  public:
   static constexpr const char* name = "tally";
-  explicit tally_inline(MPI_Comm comm) : m_(comm, tally::options{}) {}
+  explicit tally_inline(MPI_Comm comm) : m_(comm, opts()) {}
   void lock() { m_.lock(); }
   void unlock() { m_.unlock(); }
   void poll() { m_.poll(); }
   tally::mutex& get() noexcept { return m_; }
 
  private:
+  static tally::options opts() {
+    tally::options o;
+    o.progress = tally::progress_mode::in_calls;
+    return o;
+  }
   tally::mutex m_;
 };
 
-// tally with a background progress thread (needs MPI_THREAD_MULTIPLE).
+// tally with a background progress thread (needs MPI_THREAD_MULTIPLE): what the
+// default options give under MPI_THREAD_MULTIPLE.
 class tally_thread {
  public:
   static constexpr const char* name = "tally_thread";

@@ -5,7 +5,7 @@
 // Own flags (removed before Google Benchmark parses the rest):
 //   --mpi_thread_level=single|funneled|serialized|multiple   (default multiple;
 //       tally_thread needs multiple and is skipped otherwise)
-//   --tally_poll=spin|backoff|sleep  --tally_poll_us=N      (tally_thread's policy)
+//   --tally_poll=spin|backoff|sleep|adaptive  --tally_poll_us=N  (tally_thread's policy)
 #include <mpi.h>
 
 #include <benchmark/benchmark.h>
@@ -32,7 +32,7 @@ class null_reporter : public benchmark::BenchmarkReporter {
 
 struct own_flags {
   int thread_level = MPI_THREAD_MULTIPLE;
-  std::string poll = "backoff";
+  std::string poll = "adaptive";  // the library's default
   long poll_us = -1;  // -1: tally's default
 };
 
@@ -59,8 +59,8 @@ own_flags take_own_flags(int& argc, char** argv) {
       else usage("--mpi_thread_level must be single, funneled, serialized or multiple");
     } else if (const char* p = value("--tally_poll=")) {
       f.poll = p;
-      if (f.poll != "spin" && f.poll != "backoff" && f.poll != "sleep")
-        usage("--tally_poll must be spin, backoff or sleep");
+      if (f.poll != "spin" && f.poll != "backoff" && f.poll != "sleep" && f.poll != "adaptive")
+        usage("--tally_poll must be spin, backoff, sleep or adaptive");
     } else if (const char* u = value("--tally_poll_us=")) {
       char* end = nullptr;
       f.poll_us = std::strtol(u, &end, 10);
@@ -134,9 +134,10 @@ int main(int argc, char** argv) {
 
 #if TALLY_BENCH_HAVE_TALLY
   using strategy = tally::poll_policy::strategy;
-  bench::tally_thread_polling.how = flags.poll == "spin"    ? strategy::spin
-                                    : flags.poll == "sleep" ? strategy::sleep
-                                                            : strategy::backoff;
+  bench::tally_thread_polling.how = flags.poll == "spin"      ? strategy::spin
+                                    : flags.poll == "sleep"   ? strategy::sleep
+                                    : flags.poll == "backoff" ? strategy::backoff
+                                                              : strategy::adaptive;
   if (flags.poll_us >= 0)
     bench::tally_thread_polling.interval = std::chrono::microseconds(flags.poll_us);
 #endif

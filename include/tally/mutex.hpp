@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <type_traits>
 
 #include "tally/error.hpp"
@@ -33,6 +34,20 @@ namespace tally {
 
 namespace detail {
 class engine;
+struct acquisition;
+
+// The steady_clock time point `d` from now, saturated: a duration too long to
+// represent gives time_point::max() (wait forever), a negative one now.
+template <class Rep, class Period>
+std::chrono::steady_clock::time_point deadline_after(const std::chrono::duration<Rep, Period>& d) {
+  using clock = std::chrono::steady_clock;
+  const clock::time_point now = clock::now();
+  if (d <= d.zero()) return now;
+  // Compared in long double seconds: no integer overflow whatever Rep and Period are.
+  const long double left = std::chrono::duration<long double>(clock::time_point::max() - now).count();
+  if (std::chrono::duration<long double>(d).count() >= left) return clock::time_point::max();
+  return now + std::chrono::ceil<clock::duration>(d);
+}
 // A creation that must fail on every rank because of a bad argument found on this
 // one (the C API's NULL output handle): the mutex is created collectively and the
 // error raised everywhere, as for a bad option.
@@ -77,11 +92,67 @@ class TALLY_API payload_view {
   std::size_t size_;
 };
 
+// An asynchronous acquisition of a tally::mutex (mutex::lock_async). Move-only.
+// The critical section it acquires belongs to the thread that called lock_async;
+// that thread unlocks it with mutex::unlock(). Progress comes from the mutex's
+// progress thread, from test()/wait(), or from any other tally call of the process.
+class TALLY_API lock_request {
+ public:
+  lock_request() noexcept = default;
+  lock_request(lock_request&&) noexcept = default;
+  lock_request& operator=(lock_request&& o) noexcept;
+  lock_request(const lock_request&) = delete;
+  lock_request& operator=(const lock_request&) = delete;
+  // A request whose acquisition nobody observed (test/wait never returned true, no
+  // MPI completion of mpi_request()) is cancelled; if the lock had been acquired
+  // meanwhile, it is released. Never throws.
+  ~lock_request();
+
+  // True once the lock is acquired (the calling thread then holds the critical
+  // section); false while it is pending. Drives one progress step. Throws
+  // errc::state for a cancelled request or one whose mutex was freed.
+  bool test();
+  // Blocks until acquired.
+  void wait();
+  // Blocks until acquired or the deadline passes; false on timeout (the request
+  // stays pending).
+  template <class Rep, class Period>
+  bool wait_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return wait_deadline(detail::deadline_after(timeout));
+  }
+  template <class Clock, class Duration>
+  bool wait_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return wait_deadline(detail::deadline_after(deadline - Clock::now()));
+  }
+  // Withdraws a pending acquisition: true if it will never be acquired (a token
+  // that arrives later is passed on or kept idle); false if it had already been
+  // acquired, in which case the caller holds the critical section and must unlock.
+  bool cancel();
+  // The acquisition as an MPI generalized request, for MPI_Waitany/MPI_Testsome
+  // over lock and communication requests alike; created on first call, completed
+  // when the lock is acquired (or the request cancelled: MPI_Test_cancelled). Free
+  // it the MPI way (complete it with MPI_Wait/MPI_Test). Needs the mutex's progress
+  // thread, because MPI completes nothing by itself here (errc::state otherwise;
+  // docs/design.md, "Nonblocking acquire").
+  MPI_Request mpi_request();
+  // True if this object refers to an acquisition (not default-constructed or moved from).
+  bool valid() const noexcept { return bool(acq_); }
+
+ private:
+  friend class mutex;
+  explicit lock_request(std::shared_ptr<detail::acquisition> a) noexcept : acq_(std::move(a)) {}
+  bool wait_deadline(std::chrono::steady_clock::time_point deadline);
+
+  std::shared_ptr<detail::acquisition> acq_;
+};
+
 class TALLY_API mutex {
  public:
   // Collective over comm. Throws errc::arg for MPI_COMM_NULL, an intercommunicator,
   // an out-of-range owner, a payload over the limit or differing across ranks;
   // errc::thread_level for progress_mode::thread without MPI_THREAD_MULTIPLE.
+  // With the default progress_mode::automatic, the mode is thread when MPI provides
+  // MPI_THREAD_MULTIPLE and in_calls otherwise (see progress()).
   explicit mutex(MPI_Comm comm, const options& opts = {});
   // Collective creation that fails on every rank, with `why` raised on this one.
   mutex(MPI_Comm comm, const options& opts, detail::refusal why);
@@ -103,22 +174,27 @@ class TALLY_API mutex {
   // Blocks until this rank (and this thread) is in the critical section.
   // Throws errc::deadlock if the calling thread already is.
   void lock();
-  // Enters only if this rank holds the token idle: never sends, never blocks.
-  // Throws errc::deadlock if the calling thread already is in the critical section.
+  // Enters only if this rank holds the token idle, without sending anything. Never
+  // blocks: otherwise it makes one progress step (as every tally call does, for
+  // every mutex of the process) and returns false. Throws errc::deadlock if the
+  // calling thread already is in the critical section.
   bool try_lock();
   // Requests the token and waits until the deadline. On timeout returns false; the
   // request stays outstanding and a token that arrives later is passed on or kept
-  // idle, never entered.
+  // idle, never entered. Durations too long to represent wait forever.
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return lock_until(std::chrono::steady_clock::now() +
-                      std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
+    return lock_until(detail::deadline_after(timeout));
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
-    return lock_until(std::chrono::steady_clock::now() +
-                      std::chrono::ceil<std::chrono::steady_clock::duration>(deadline - Clock::now()));
+    return lock_until(detail::deadline_after(deadline - Clock::now()));
   }
+  // Starts an acquisition without waiting for it (see lock_request). At most one
+  // acquisition of this mutex may be outstanding per rank: another one, or a
+  // lock_async by the thread that holds the critical section, throws
+  // errc::deadlock; lock() by other threads waits behind it.
+  lock_request lock_async();
   // Leaves the critical section; the calling thread must hold it (errc::not_owner).
   void unlock();
 
@@ -140,11 +216,15 @@ class TALLY_API mutex {
   tally::stats stats() const;
   int rank() const;
   int size() const;
+  // The progress mode in effect (progress_mode::automatic resolved at creation).
+  progress_mode progress() const;
+  // The name diagnostics use (options::name, or "mutex #k").
+  const std::string& name() const;
 
  private:
   bool lock_until(std::chrono::steady_clock::time_point deadline);
 
-  std::unique_ptr<detail::engine> engine_;
+  std::shared_ptr<detail::engine> engine_;
 };
 
 }  // namespace tally

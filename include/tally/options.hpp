@@ -6,36 +6,55 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
+#include <string>
 
 #include "tally/common.h"
 
 namespace tally {
 
-// Who drives MPI progress for the mutex. Thread levels each mode needs:
+// Who drives MPI progress for the mutex (docs/design.md, "Progress"). Thread levels
+// each mode needs:
 enum class progress_mode {
-  in_calls,  // inside every tally call and poll(); needs MPI_THREAD_SINGLE or more
-  thread,    // plus a background thread per mutex; needs MPI_THREAD_MULTIPLE
+  in_calls,   // inside every tally call and poll(); needs MPI_THREAD_SINGLE or more
+  thread,     // plus a background thread per mutex; needs MPI_THREAD_MULTIPLE
+  automatic,  // thread where MPI provides MPI_THREAD_MULTIPLE, else in_calls (the
+              // default: then a rank that holds the token idle while it blocks in
+              // another MPI call cannot stall the others)
 };
 
 // How the progress thread waits between polls (thread mode only). On a machine with
 // one core per rank the thread competes with the application for that core.
 struct poll_policy {
   enum class strategy {
-    spin,     // poll continuously: lowest latency, burns a core
-    backoff,  // spin while there is traffic, then sleep, doubling up to `interval`
-    sleep,    // poll, then sleep `interval`
+    spin,      // poll continuously: lowest latency, burns a core
+    backoff,   // spin while there is traffic, then sleep, doubling up to `interval`
+    sleep,     // poll, then sleep `interval`
+    adaptive,  // backoff while only the thread can answer for this rank (the token
+               // idle here, a withdrawn or asynchronous request, a send in flight);
+               // otherwise park, draining REQUESTs every `idle_drain` (the default)
   };
-  strategy how = strategy::backoff;
-  std::chrono::microseconds interval{100};
+  strategy how = strategy::adaptive;
+  // The longest wait between two polls while watching (backoff: while idle too).
+  // 1 ms: a progress thread that shares its rank's core then costs that rank about
+  // 2-3% of its compute time, where 100 us cost about 25% (docs/benchmarks.md).
+  std::chrono::microseconds interval{1000};
+  std::chrono::microseconds idle_drain{10'000};
 };
 
 struct options {
   int initial_owner = 0;  // rank that holds the token at creation
-  progress_mode progress = progress_mode::in_calls;
+  progress_mode progress = progress_mode::automatic;
   poll_policy polling{};
   // Bytes of application state that travel inside the token (see mutex::payload()).
   // Must be equal on all ranks and at most max_payload_bytes.
   std::size_t payload_bytes = 0;
+  // The mutex's name in diagnostics; empty: "mutex #k" (k-th created by the process).
+  std::string name;
+  // A rank that waits this long in an acquisition prints one diagnostic that names
+  // the mutex and the likely cause (it never aborts). Zero turns it off. Unset: the
+  // environment variable TALLY_WAIT_WARNING (seconds), else 30 s.
+  std::optional<std::chrono::milliseconds> wait_warning;
 };
 
 // Upper bound on options::payload_bytes (1 MiB): the token moves on every handoff.

@@ -24,20 +24,38 @@ extern "C" {
 #endif
 
 typedef struct tally_mutex_s *tally_mutex;
+/* An asynchronous acquisition (tally_mutex_ilock); see tally::lock_request. */
+typedef struct tally_request_s *tally_request;
 
-typedef enum { TALLY_PROGRESS_INLINE = 0, TALLY_PROGRESS_THREAD = 1 } tally_progress;
+/* Who drives progress: inside tally calls; a progress thread (needs
+ * MPI_THREAD_MULTIPLE); or AUTO, the default: the thread where MPI provides
+ * MPI_THREAD_MULTIPLE, else inside calls. See tally::progress_mode. */
+typedef enum {
+  TALLY_PROGRESS_INLINE = 0,
+  TALLY_PROGRESS_THREAD = 1,
+  TALLY_PROGRESS_AUTO = 2
+} tally_progress;
 
-/* How the progress thread waits between polls (TALLY_PROGRESS_THREAD only). */
-typedef enum { TALLY_POLL_SPIN = 0, TALLY_POLL_BACKOFF = 1, TALLY_POLL_SLEEP = 2 } tally_poll;
+/* How the progress thread waits between polls (see tally::poll_policy). */
+typedef enum {
+  TALLY_POLL_SPIN = 0,
+  TALLY_POLL_BACKOFF = 1,
+  TALLY_POLL_SLEEP = 2,
+  TALLY_POLL_ADAPTIVE = 3
+} tally_poll;
 
 typedef struct {
   int initial_owner;          /* rank holding the token at creation; default 0 */
-  tally_progress progress;    /* default TALLY_PROGRESS_INLINE */
-  tally_poll poll;            /* default TALLY_POLL_BACKOFF */
-  unsigned poll_interval_us;  /* sleep (or maximum backoff) between polls; default 100 */
+  tally_progress progress;    /* default TALLY_PROGRESS_AUTO */
+  tally_poll poll;            /* default TALLY_POLL_ADAPTIVE */
+  unsigned poll_interval_us;  /* longest wait between polls; default 1000 */
+  const char *name;           /* name in diagnostics (copied); NULL: "mutex #k" */
+  double wait_warning_s;      /* diagnostic after this long waiting; 0 off; < 0 (the
+                                 default): $TALLY_WAIT_WARNING, else 30 s */
 } tally_options;
 
-/* Sets *opts to the defaults: owner 0, inline progress, backoff polling up to 100 us. */
+/* Sets *opts to the defaults: owner 0, automatic progress, adaptive polling up to
+ * 1 ms, no name, the wait warning from the environment or 30 s. */
 TALLY_API void tally_options_init(tally_options *opts);
 
 /* Collective over comm. opts may be NULL (defaults). On success *out is the mutex. */
@@ -61,6 +79,33 @@ TALLY_API int tally_mutex_timedlock(tally_mutex m, double timeout_seconds, int *
 
 /* Leaves the critical section; this rank must hold it. */
 TALLY_API int tally_mutex_unlock(tally_mutex m);
+
+/* Starts an acquisition without waiting (tally::mutex::lock_async). *req is the
+ * request; the critical section it acquires belongs to the calling thread. At most
+ * one per mutex and rank may be outstanding (TALLY_ERR_DEADLOCK otherwise). */
+TALLY_API int tally_mutex_ilock(tally_mutex m, tally_request *req);
+
+/* *acquired = 1 once the lock is acquired (the calling thread holds the critical
+ * section), else 0; one progress step. TALLY_ERR_STATE for a cancelled request or
+ * one whose mutex was freed. */
+TALLY_API int tally_request_test(tally_request req, int *acquired);
+
+/* Blocks until acquired. */
+TALLY_API int tally_request_wait(tally_request req);
+
+/* Withdraws a pending acquisition: *cancelled = 1 if it will never be acquired;
+ * *cancelled = 0 if it had been acquired already: the caller holds the critical
+ * section and must unlock it. */
+TALLY_API int tally_request_cancel(tally_request req, int *cancelled);
+
+/* The acquisition as an MPI generalized request, for MPI_Waitany and friends over
+ * lock and communication requests; completed when the lock is acquired (or the
+ * request cancelled). Needs thread progress (TALLY_ERR_STATE otherwise). */
+TALLY_API int tally_request_get_mpi(tally_request req, MPI_Request *out);
+
+/* Frees the request and sets *req = NULL. An acquisition nobody saw complete is
+ * cancelled; a lock it acquired meanwhile is released. */
+TALLY_API int tally_request_free(tally_request *req);
 
 /* Drives progress once (answers REQUESTs, hands over an idle token). */
 TALLY_API int tally_mutex_poll(tally_mutex m);

@@ -14,40 +14,55 @@
 
 #include "tally/mutex.hpp"
 
-// Handles are never returned to the allocator: a freed handle stays readable and is
-// marked dead, so that use after free is reported (TALLY_ERR_STATE) rather than
-// undefined, until the handle is recycled by a later create.
+// Handles (mutexes and requests) are never returned to the allocator: a freed
+// handle stays readable and is marked dead, so that use after free is reported
+// (TALLY_ERR_STATE) rather than undefined, until a later create recycles it.
 struct tally_mutex_s {
   static constexpr std::uint32_t live_magic = 0x74616c79;  // "taly"
   std::uint32_t magic = 0;
-  std::unique_ptr<tally::mutex> mutex;
+  std::unique_ptr<tally::mutex> object;
+};
+
+struct tally_request_s {
+  static constexpr std::uint32_t live_magic = 0x74726571;  // "treq"
+  std::uint32_t magic = 0;
+  tally::lock_request object;
 };
 
 namespace {
 
 thread_local std::string last_error;
 
-std::mutex pool_mu;
-std::vector<tally_mutex_s*> pool;  // retired handles
-
-tally_mutex_s* new_handle() {
-  {
-    std::lock_guard lk(pool_mu);
-    if (!pool.empty()) {
-      tally_mutex_s* h = pool.back();
-      pool.pop_back();
-      return h;
+// Handles are never returned to the allocator (see tally_mutex_s): a retired one
+// is kept for reuse by the next create of its kind.
+template <class Handle>
+class handle_pool {
+ public:
+  Handle* get() {
+    {
+      std::lock_guard lk(mu_);
+      if (!free_.empty()) {
+        Handle* h = free_.back();
+        free_.pop_back();
+        return h;
+      }
     }
+    return new Handle;
   }
-  return new tally_mutex_s;
-}
+  void retire(Handle* h) noexcept {
+    h->magic = 0;
+    h->object = {};
+    std::lock_guard lk(mu_);
+    free_.push_back(h);
+  }
 
-void retire(tally_mutex_s* h) noexcept {
-  h->magic = 0;
-  h->mutex.reset();
-  std::lock_guard lk(pool_mu);
-  pool.push_back(h);
-}
+ private:
+  std::mutex mu_;
+  std::vector<Handle*> free_;
+};
+
+handle_pool<tally_mutex_s> mutex_handles;
+handle_pool<tally_request_s> request_handles;
 
 int fail(int code, const std::string& what) {
   last_error = what;
@@ -77,7 +92,7 @@ int with(tally_mutex m, F&& f) noexcept {
   if (!m) return fail(TALLY_ERR_ARG, "tally: null mutex handle");
   if (m->magic != tally_mutex_s::live_magic)
     return fail(TALLY_ERR_STATE, "tally: mutex handle used after tally_mutex_free");
-  return guarded([&] { f(*m->mutex); });
+  return guarded([&] { f(*m->object); });
 }
 
 // A C enum member read as the int it holds: an out-of-range value is a valid int
@@ -99,13 +114,29 @@ tally::options to_options(const tally_options* o) {
   opts.progress = static_cast<tally::progress_mode>(enum_value(o->progress));
   opts.polling.how = static_cast<tally::poll_policy::strategy>(enum_value(o->poll));
   opts.polling.interval = std::chrono::microseconds(o->poll_interval_us);
+  if (o->name) opts.name = o->name;
+  if (o->wait_warning_s >= 0 && o->wait_warning_s < 1e9)
+    opts.wait_warning = std::chrono::milliseconds(static_cast<long long>(o->wait_warning_s * 1000 + 0.5));
+  else if (!(o->wait_warning_s < 0))  // NaN or absurdly long: rejected at creation
+    opts.wait_warning = std::chrono::milliseconds(-1);
   return opts;
 }
 static_assert(static_cast<int>(tally::progress_mode::in_calls) == TALLY_PROGRESS_INLINE &&
-              static_cast<int>(tally::progress_mode::thread) == TALLY_PROGRESS_THREAD);
+              static_cast<int>(tally::progress_mode::thread) == TALLY_PROGRESS_THREAD &&
+              static_cast<int>(tally::progress_mode::automatic) == TALLY_PROGRESS_AUTO);
 static_assert(static_cast<int>(tally::poll_policy::strategy::spin) == TALLY_POLL_SPIN &&
               static_cast<int>(tally::poll_policy::strategy::backoff) == TALLY_POLL_BACKOFF &&
-              static_cast<int>(tally::poll_policy::strategy::sleep) == TALLY_POLL_SLEEP);
+              static_cast<int>(tally::poll_policy::strategy::sleep) == TALLY_POLL_SLEEP &&
+              static_cast<int>(tally::poll_policy::strategy::adaptive) == TALLY_POLL_ADAPTIVE);
+
+// Runs f on a live request.
+template <class F>
+int with_request(tally_request r, F&& f) noexcept {
+  if (!r) return fail(TALLY_ERR_ARG, "tally: null request handle");
+  if (r->magic != tally_request_s::live_magic)
+    return fail(TALLY_ERR_STATE, "tally: request handle used after tally_request_free");
+  return guarded([&] { f(r->object); });
+}
 
 }  // namespace
 
@@ -118,6 +149,8 @@ void tally_options_init(tally_options* opts) {
   opts->progress = static_cast<tally_progress>(d.progress);
   opts->poll = static_cast<tally_poll>(d.polling.how);
   opts->poll_interval_us = static_cast<unsigned>(d.polling.interval.count());
+  opts->name = nullptr;
+  opts->wait_warning_s = -1.0;
 }
 
 int tally_mutex_create_payload(MPI_Comm comm, const tally_options* opts, size_t bytes,
@@ -135,9 +168,9 @@ int tally_mutex_create_payload(MPI_Comm comm, const tally_options* opts, size_t 
   });
   if (rc != TALLY_SUCCESS) return rc;
   tally_mutex_s* h = nullptr;
-  const int rc2 = guarded([&] { h = new_handle(); });
+  const int rc2 = guarded([&] { h = mutex_handles.get(); });
   if (rc2 != TALLY_SUCCESS) return rc2;  // m's destructor frees the mutex collectively
-  h->mutex = std::move(m);
+  h->object = std::move(m);
   h->magic = tally_mutex_s::live_magic;
   *out = h;
   return TALLY_SUCCESS;
@@ -171,6 +204,50 @@ int tally_mutex_timedlock(tally_mutex m, double timeout_seconds, int* acquired) 
 
 int tally_mutex_unlock(tally_mutex m) {
   return with(m, [](tally::mutex& x) { x.unlock(); });
+}
+
+int tally_mutex_ilock(tally_mutex m, tally_request* req) {
+  if (!req) return fail(TALLY_ERR_ARG, "tally: tally_mutex_ilock: req is NULL");
+  *req = nullptr;
+  return with(m, [&](tally::mutex& x) {
+    tally::lock_request r = x.lock_async();
+    tally_request_s* h = request_handles.get();
+    h->object = std::move(r);
+    h->magic = tally_request_s::live_magic;
+    *req = h;
+  });
+}
+
+int tally_request_test(tally_request req, int* acquired) {
+  if (!acquired) return fail(TALLY_ERR_ARG, "tally: tally_request_test: acquired is NULL");
+  *acquired = 0;
+  return with_request(req, [&](tally::lock_request& r) { *acquired = r.test() ? 1 : 0; });
+}
+
+int tally_request_wait(tally_request req) {
+  return with_request(req, [](tally::lock_request& r) { r.wait(); });
+}
+
+int tally_request_cancel(tally_request req, int* cancelled) {
+  if (!cancelled) return fail(TALLY_ERR_ARG, "tally: tally_request_cancel: cancelled is NULL");
+  *cancelled = 0;
+  return with_request(req, [&](tally::lock_request& r) { *cancelled = r.cancel() ? 1 : 0; });
+}
+
+int tally_request_get_mpi(tally_request req, MPI_Request* out) {
+  if (!out) return fail(TALLY_ERR_ARG, "tally: tally_request_get_mpi: out is NULL");
+  *out = MPI_REQUEST_NULL;
+  return with_request(req, [&](tally::lock_request& r) { *out = r.mpi_request(); });
+}
+
+int tally_request_free(tally_request* req) {
+  if (!req) return fail(TALLY_ERR_ARG, "tally: tally_request_free: NULL pointer to handle");
+  const int rc = with_request(*req, [](tally::lock_request& r) { tally::lock_request gone(std::move(r)); });
+  if (rc == TALLY_SUCCESS) {
+    request_handles.retire(*req);
+    *req = nullptr;
+  }
+  return rc;
 }
 
 int tally_mutex_poll(tally_mutex m) {
@@ -209,7 +286,7 @@ int tally_mutex_free(tally_mutex* pm) {
   const int rc = with(m, [](tally::mutex& x) { x.free(); });
   if (m && m->magic == tally_mutex_s::live_magic) {
     // The mutex is dead after free(), whether it succeeded or not.
-    retire(m);
+    mutex_handles.retire(m);
     *pm = nullptr;
   }
   return rc;

@@ -1,5 +1,7 @@
 // runtime/engine.cpp — lock, try_lock, unlock, poll, payload and stats of one
 // mutex: the protocol peer's events in, its actions out through the transport.
+// Every public call first polls the process's other mutexes (registry::poll_others),
+// so that no tally call can leave another mutex's idle token unanswered.
 #include "runtime/engine.hpp"
 
 #include <string>
@@ -49,6 +51,9 @@ bool engine::progress_locked(bool repost) {
   if (a.token) {
     transport_.read_token(spare_, payload_);
     execute(peer_.on_token(std::move(spare_)), "token received");
+    if (async_ && async_->st == acquisition::state::pending &&
+        peer_.mode() == protocol::mode::in_cs)
+      async_acquired_locked();
   }
   // Sends are reaped by polls that found nothing, off the path from a message's
   // arrival to what it triggers (or when slots pile up).
@@ -58,6 +63,11 @@ bool engine::progress_locked(bool repost) {
   return a.any();
 }
 
+bool engine::attention_locked() const noexcept {
+  return (peer_.holds_token() && peer_.mode() == protocol::mode::idle) || peer_.withdrawn() ||
+         async_ != nullptr || transport_.sends_active();
+}
+
 // --- locking -----------------------------------------------------------------------
 
 void engine::require_live() const {
@@ -65,11 +75,45 @@ void engine::require_live() const {
   if (fault_) std::rethrow_exception(fault_);
 }
 
+void engine::release_slot_locked() {
+  slot_.release();
+  if (async_ && async_->st == acquisition::state::waiting_slot) async_start_locked();
+}
+
+bool engine::wait_locked(std::unique_lock<std::mutex>& lk, std::optional<clock::time_point> deadline,
+                         const char* call, const acquisition* a) {
+  const clock::time_point start = clock::now();
+  bool warned = wait_warning_ == clock::duration::zero();
+  auto done = [&] {
+    return a ? a->st == acquisition::state::acquired : peer_.mode() == protocol::mode::in_cs;
+  };
+  for (std::uint32_t spin = 1; !done(); ++spin) {
+    progress_locked();
+    if (done()) break;
+    if (deadline && clock::now() >= *deadline) return false;
+    if (spin % release_every != 0) continue;  // a tight loop detects the token soonest
+    if (!warned && clock::now() - start >= wait_warning_) {
+      warned = true;
+      warn_wait(call, clock::now() - start);
+    }
+    // Let the progress thread and other callers in between polls, and keep this
+    // process's other mutexes answering.
+    lk.unlock();
+    registry::poll_others(this);
+    lk.lock();
+    require_live();
+  }
+  return true;
+}
+
 bool engine::acquire(std::optional<clock::time_point> deadline) {
   const std::thread::id me = std::this_thread::get_id();
+  registry::poll_others(this);
   std::unique_lock lk(mu_);
   require_live();
   if (slot_.owned_by(me)) fail(errc::deadlock, "lock: calling thread already holds the critical section");
+  if (async_ && async_->owner == me)
+    fail(errc::deadlock, "lock: calling thread has an asynchronous acquisition of this mutex outstanding");
 
   // Waiters for the slot need not poll: its holder is either polling for the
   // token or in the critical section, where REQUESTs are deferred anyway. In inline
@@ -92,25 +136,15 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
   slot_.take();
   try {
     execute(peer_.lock(), "lock");
-    for (std::uint32_t spin = 1; peer_.mode() != protocol::mode::in_cs; ++spin) {
-      progress_locked();
-      if (peer_.mode() == protocol::mode::in_cs) break;
-      if (deadline && clock::now() >= *deadline) {
-        execute(peer_.withdraw(), "lock timeout");
-        slot_.release();
-        return false;
-      }
-      if (spin % release_every != 0) continue;  // a tight loop detects the token soonest
-      // Let the progress thread and other callers in between polls, and keep this
-      // process's other mutexes answering.
-      lk.unlock();
-      registry::poll_others(this);
-      lk.lock();
-      require_live();
+    if (!wait_locked(lk, deadline, "lock", nullptr)) {
+      execute(peer_.withdraw(), "lock timeout");
+      release_slot_locked();
+      progress_.nudge();  // a withdrawn request needs an answer later
+      return false;
     }
   } catch (...) {
     if (live_ && peer_.mode() == protocol::mode::requesting && !peer_.withdrawn()) peer_.withdraw();
-    slot_.release();
+    release_slot_locked();
     throw;
   }
   slot_.enter(me);
@@ -119,12 +153,20 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
 
 bool engine::try_lock() {
   const std::thread::id me = std::this_thread::get_id();
+  registry::poll_others(this);
   std::lock_guard lk(mu_);
   require_live();
   if (slot_.owned_by(me)) fail(errc::deadlock, "try_lock: calling thread already holds the critical section");
+  if (async_ && async_->owner == me)
+    fail(errc::deadlock, "try_lock: calling thread has an asynchronous acquisition of this mutex outstanding");
   if (slot_.taken()) return false;
   const protocol::step s = peer_.try_lock();
-  if (s.st == protocol::status::would_block) return false;
+  if (s.st == protocol::status::would_block) {
+    // Not an idle holder: one progress step, so that a spinning try_lock still
+    // routes a withdrawn request's token and keeps RN current. It cannot enter.
+    progress_locked();
+    return false;
+  }
   execute(s, "try_lock");
   slot_.take();
   slot_.enter(me);
@@ -132,6 +174,7 @@ bool engine::try_lock() {
 }
 
 void engine::unlock() {
+  registry::poll_others(this);
   std::lock_guard lk(mu_);
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()))
@@ -149,7 +192,8 @@ void engine::unlock() {
     throw;
   }
   transport_.repost_requests();
-  slot_.release();
+  release_slot_locked();
+  if (attention_locked()) progress_.nudge();  // an idle token or a send in flight
 }
 
 void engine::poll_nowait() noexcept {
@@ -163,19 +207,22 @@ void engine::poll_nowait() noexcept {
   }
 }
 
-bool engine::progress_from_thread() noexcept {
+progress_thread::found engine::progress_from_thread() noexcept {
   // try_lock: the thread never delays the application.
   std::unique_lock lk(mu_, std::try_to_lock);
-  if (!lk.owns_lock() || !live_ || fault_) return false;
+  if (!lk.owns_lock()) return progress_thread::found::watching;
+  if (!live_ || fault_) return progress_thread::found::idle;
   try {
-    return progress_locked();
+    if (progress_locked()) return progress_thread::found::busy;
+    return attention_locked() ? progress_thread::found::watching : progress_thread::found::idle;
   } catch (...) {
     fault_ = std::current_exception();
-    return false;
+    return progress_thread::found::idle;
   }
 }
 
 void engine::poll() {
+  registry::poll_others(this);
   std::lock_guard lk(mu_);
   require_live();
   while (progress_locked()) {

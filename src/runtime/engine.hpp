@@ -6,6 +6,8 @@
 // live in separate files:
 //   runtime/lifecycle.cpp        creation (validation and agreement), teardown
 //   runtime/engine.cpp           lock, try_lock, unlock, poll, payload, stats
+//   runtime/async.cpp            lock_async: acquisitions, MPI generalized requests
+//   runtime/watchdog.cpp         the wait warning
 //   runtime/transport.hpp        communicator, datatype, posted receives, sends
 //   runtime/pacing.hpp           when unlock() polls
 //   runtime/slot.hpp             one thread of a rank at a time
@@ -24,10 +26,13 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/protocol.hpp"
+#include "runtime/acquisition.hpp"
 #include "runtime/pacing.hpp"
 #include "runtime/progress_thread.hpp"
 #include "runtime/slot.hpp"
@@ -37,12 +42,13 @@
 
 namespace tally::detail {
 
-class engine {
+class engine : public std::enable_shared_from_this<engine> {
  public:
   using clock = std::chrono::steady_clock;
 
   // Collective over comm; see tally::mutex::mutex for the errors. A caller_error
   // (a bad argument found by the caller) fails the creation on every rank alike.
+  // Create it with std::make_shared: asynchronous acquisitions refer to it weakly.
   engine(MPI_Comm comm, const options& opts, std::optional<error> caller_error = std::nullopt);
   // Tears down collectively if free() was not called; never throws.
   ~engine();
@@ -70,9 +76,40 @@ class engine {
   tally::stats stats() const;
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
+  progress_mode progress() const noexcept { return opts_.progress; }
+  const std::string& name() const noexcept { return opts_.name; }
+
+  // -- asynchronous acquisition (runtime/async.cpp; the contracts of lock_request)
+  std::shared_ptr<acquisition> lock_async();
+  bool async_test(acquisition& a);
+  bool async_wait(acquisition& a, std::optional<clock::time_point> deadline);
+  bool async_cancel(acquisition& a);
+  // The request object goes away: cancel, or release a lock acquired unobserved.
+  void async_abandon(acquisition& a) noexcept;
+  MPI_Request async_mpi_request(const std::shared_ptr<acquisition>& a);
+  // MPI_Cancel of the generalized request (its cancel callback).
+  void async_mpi_cancel(acquisition& a) noexcept;
 
  private:
   bool acquire(std::optional<clock::time_point> deadline);
+  // Polls until this rank enters the critical section (for `a`, if given: until `a`
+  // is acquired) or the deadline passes (then false); mu_ held by lk, released every
+  // few polls so that other threads and mutexes get a turn. Warns once when the wait
+  // outlasts the wait warning.
+  bool wait_locked(std::unique_lock<std::mutex>& lk, std::optional<clock::time_point> deadline,
+                   const char* call, const acquisition* a);
+  // Prints the wait warning (runtime/watchdog.cpp).
+  void warn_wait(const char* call, clock::duration waited) const noexcept;
+  // Releases the rank's slot; an acquisition waiting for it starts now. mu_ held.
+  void release_slot_locked();
+  // Starts the outstanding acquisition (the slot is free). mu_ held.
+  void async_start_locked();
+  // The outstanding acquisition entered: it owns the critical section now. mu_ held.
+  void async_acquired_locked();
+  // Completes the generalized request of `a`, if any and not yet done. mu_ held.
+  void complete_greq_locked(acquisition& a) noexcept;
+  // True if only a progress thread could answer for this rank now. mu_ held.
+  bool attention_locked() const noexcept;
   // Completes a request (collective or otherwise) while this engine (mu_ held by
   // the caller when `own` is set) and every other engine keep making progress.
   void wait_progressing(MPI_Request& req, const char* what, bool own);
@@ -83,14 +120,15 @@ class engine {
   // REQUEST receives that completed stay unposted until transport_.repost_requests().
   bool progress_locked(bool repost = true);
   // The progress thread's step: progress_locked() if mu_ is free and all is well.
-  bool progress_from_thread() noexcept;
+  progress_thread::found progress_from_thread() noexcept;
   void require_live() const;  // throws errc::state after free/finalize, or a kept fault
   void send_token(protocol::rank_t to);
 
   // -- immutable after construction
   int rank_ = 0;
   int size_ = 1;
-  options opts_;
+  options opts_;                          // progress resolved, name filled in
+  clock::duration wait_warning_{};        // zero: off
 
   // -- guarded by mu_
   mutable std::mutex mu_;
@@ -102,6 +140,8 @@ class engine {
   std::exception_ptr fault_;        // failure raised where nobody could be told
   std::vector<std::byte> payload_;  // the token's payload while held here
   protocol::token spare_;           // storage for unpacking, recycled from sent tokens
+  std::shared_ptr<acquisition> async_;  // the outstanding acquisition (waiting_slot or pending)
+  bool async_cancelled_at_free_ = false;
 
   progress_thread progress_;
 };

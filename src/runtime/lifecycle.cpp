@@ -9,7 +9,9 @@
 // Both use nonblocking collectives and keep every other mutex of the process
 // answering while they wait (registry::poll_others).
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "runtime/engine.hpp"
@@ -27,6 +29,23 @@ int thread_level() {
   return provided;
 }
 
+// Process-wide creation count, for default names.
+std::atomic<unsigned> created{0};
+
+// The wait warning: the option, else $TALLY_WAIT_WARNING (seconds), else 30 s.
+std::chrono::steady_clock::duration wait_warning(const options& o) {
+  using namespace std::chrono;
+  if (o.wait_warning) return *o.wait_warning;
+  if (const char* env = std::getenv("TALLY_WAIT_WARNING")) {
+    char* end = nullptr;
+    const double secs = std::strtod(env, &end);
+    if (end != env && *end == '\0' && secs >= 0 && secs < 1e9)
+      return duration_cast<steady_clock::duration>(duration<double>(secs));
+    std::fprintf(stderr, "tally: ignoring TALLY_WAIT_WARNING='%s' (not a number of seconds)\n", env);
+  }
+  return seconds(30);
+}
+
 // Local validation; returns the error to raise on this rank, if any.
 std::optional<error> validate(const options& o, int size) {
   if (o.initial_owner < 0 || o.initial_owner >= size)
@@ -36,13 +55,17 @@ std::optional<error> validate(const options& o, int size) {
   if (o.payload_bytes > max_payload_bytes)
     return error(errc::arg, "tally: payload of " + std::to_string(o.payload_bytes) +
                                 " bytes exceeds the limit of " + std::to_string(max_payload_bytes));
-  if (o.progress != progress_mode::in_calls && o.progress != progress_mode::thread)
+  if (o.progress != progress_mode::in_calls && o.progress != progress_mode::thread &&
+      o.progress != progress_mode::automatic)
     return error(errc::arg, "tally: unknown progress mode");
   using strategy = poll_policy::strategy;
   if (o.polling.how != strategy::spin && o.polling.how != strategy::backoff &&
-      o.polling.how != strategy::sleep)
+      o.polling.how != strategy::sleep && o.polling.how != strategy::adaptive)
     return error(errc::arg, "tally: unknown polling strategy");
-  if (o.polling.interval.count() < 0) return error(errc::arg, "tally: negative polling interval");
+  if (o.polling.interval.count() < 0 || o.polling.idle_drain.count() < 0)
+    return error(errc::arg, "tally: negative polling interval");
+  if (o.wait_warning && o.wait_warning->count() < 0)
+    return error(errc::arg, "tally: negative wait warning");
   if (o.progress == progress_mode::thread && thread_level() < MPI_THREAD_MULTIPLE)
     return error(errc::thread_level,
                  "tally: progress_mode::thread needs MPI_THREAD_MULTIPLE; initialize MPI with "
@@ -86,6 +109,11 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
                         " to " + std::to_string(agreed[1]) + " bytes)");
   if (agreed[3] != -agreed[4]) fail(errc::arg, "initial_owner differs across ranks");
 
+  if (opts_.progress == progress_mode::automatic)
+    opts_.progress = thread_level() == MPI_THREAD_MULTIPLE ? progress_mode::thread : progress_mode::in_calls;
+  const unsigned k = ++created;
+  if (opts_.name.empty()) opts_.name = "mutex #" + std::to_string(k);
+  wait_warning_ = wait_warning(opts_);
   peer_ = protocol::peer(protocol::rank_t(rank_), size_, protocol::rank_t(opts.initial_owner));
   payload_.assign(opts.payload_bytes, std::byte{0});
   registry::add(this);
@@ -129,8 +157,16 @@ void engine::free(bool at_finalize) {
   slot_.wake_all();
 
   bool held = false;
+  bool outstanding = false;
   std::exception_ptr failure;
   try {
+    if (async_) {  // not acquired yet: withdrawn like a timed-out lock
+      outstanding = true;
+      if (async_->st == acquisition::state::pending) peer_.withdraw();
+      async_->st = acquisition::state::cancelled;
+      complete_greq_locked(*async_);
+      async_.reset();
+    }
     if (peer_.mode() == protocol::mode::in_cs) {
       held = true;
       progress_locked();
@@ -171,6 +207,9 @@ void engine::free(bool at_finalize) {
       std::fprintf(stderr, "tally: rank %d still held the critical section at MPI_Finalize; released it\n", rank_);
     fail(errc::state, "free: the calling rank still held the critical section; it was released and the mutex freed");
   }
+  if (outstanding)
+    fail(errc::state, "free: an asynchronous acquisition (lock_async) was still outstanding; it was "
+                      "cancelled and the mutex freed");
 }
 
 }  // namespace tally::detail

@@ -2,6 +2,7 @@
 #include "tally/mutex.hpp"
 
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "runtime/engine.hpp"
@@ -9,10 +10,10 @@
 namespace tally {
 
 mutex::mutex(MPI_Comm comm, const options& opts)
-    : engine_(std::make_unique<detail::engine>(comm, opts)) {}
+    : engine_(std::make_shared<detail::engine>(comm, opts)) {}
 
 mutex::mutex(MPI_Comm comm, const options& opts, detail::refusal why)
-    : engine_(std::make_unique<detail::engine>(comm, opts, error(why.code, why.what))) {}
+    : engine_(std::make_shared<detail::engine>(comm, opts, error(why.code, why.what))) {}
 
 mutex::~mutex() = default;
 
@@ -50,5 +51,44 @@ void mutex::free() { engine_->free(); }
 tally::stats mutex::stats() const { return engine_->stats(); }
 int mutex::rank() const { return engine_->rank(); }
 int mutex::size() const { return engine_->size(); }
+progress_mode mutex::progress() const { return engine_->progress(); }
+const std::string& mutex::name() const { return engine_->name(); }
+
+lock_request mutex::lock_async() { return lock_request(engine_->lock_async()); }
+
+// --- lock_request ----------------------------------------------------------------------
+
+namespace {
+// The engine of a request's mutex, alive for the duration of the call.
+std::shared_ptr<detail::engine> engine_of(const std::shared_ptr<detail::acquisition>& a) {
+  if (!a) throw error(errc::state, "tally: lock_request: empty request (default-constructed or moved from)");
+  std::shared_ptr<detail::engine> e = a->eng.lock();
+  if (!e) throw error(errc::state, "tally: lock_request: its mutex was destroyed");
+  return e;
+}
+}  // namespace
+
+lock_request& lock_request::operator=(lock_request&& o) noexcept {
+  if (this != &o) {
+    lock_request gone(std::move(*this));
+    acq_ = std::move(o.acq_);
+  }
+  return *this;
+}
+
+lock_request::~lock_request() {
+  if (!acq_ || acq_->observed) return;
+  if (const std::shared_ptr<detail::engine> e = acq_->eng.lock()) e->async_abandon(*acq_);
+}
+
+bool lock_request::test() { return engine_of(acq_)->async_test(*acq_); }
+void lock_request::wait() { (void)engine_of(acq_)->async_wait(*acq_, std::nullopt); }
+bool lock_request::wait_deadline(std::chrono::steady_clock::time_point deadline) {
+  const auto e = engine_of(acq_);
+  if (deadline == std::chrono::steady_clock::time_point::max()) return e->async_wait(*acq_, std::nullopt);
+  return e->async_wait(*acq_, deadline);
+}
+bool lock_request::cancel() { return engine_of(acq_)->async_cancel(*acq_); }
+MPI_Request lock_request::mpi_request() { return engine_of(acq_)->async_mpi_request(acq_); }
 
 }  // namespace tally

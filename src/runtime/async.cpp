@@ -109,7 +109,10 @@ bool engine::async_test(acquisition& a) {
   std::lock_guard lk(mu_);
   require_live();
   if (a.st == state::cancelled) fail(errc::state, "lock_request: the request was cancelled");
-  if (a.st != state::acquired) progress_locked();
+  // An MPI test that finds nothing completed makes progress only after it looked
+  // (Open MPI's MPI_Testsome): a token that arrived meanwhile is seen by a second
+  // one. test() is called once per stretch of the caller's work, so look twice.
+  if (a.st != state::acquired && !progress_locked()) progress_locked();
   if (a.st != state::acquired) return false;
   a.observed = true;
   return true;

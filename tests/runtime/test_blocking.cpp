@@ -160,6 +160,40 @@ TEST_P(SpinOnAnother, ZeroTimeoutAcquisitionsProgressEveryMutex) {
   }
 }
 
+TEST(SpinOnAnother, PlainTryLockAnswersForTheOtherMutexes) {
+  // Rank 0 holds `a` idle and spins on try_lock() of `b` (held idle by the last
+  // rank, so it never succeeds) until every other rank reports that it took `a`
+  // with a blocking lock(): only rank 0's spinning can answer for `a`.
+  const int n = world_size(), me = world_rank();
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  tally::options o;
+  o.progress = tally::progress_mode::in_calls;
+  o.initial_owner = 0;
+  tally::mutex a(MPI_COMM_WORLD, o);
+  o.initial_owner = n - 1;
+  tally::mutex b(MPI_COMM_WORLD, o);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 0) {
+    for (int reported = 0; reported < n - 1;) {
+      EXPECT_FALSE(b.try_lock());
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, tag_done, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+      if (flag) {
+        MPI_Recv(nullptr, 0, MPI_BYTE, MPI_ANY_SOURCE, tag_done, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        ++reported;
+      }
+    }
+  } else {
+    a.lock();
+    a.unlock();
+    MPI_Send(nullptr, 0, MPI_BYTE, 0, tag_done, MPI_COMM_WORLD);
+  }
+  progress_barrier(MPI_COMM_WORLD, [&] {
+    a.poll();
+    b.poll();
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Api, SpinOnAnother, ::testing::Values(false, true),
                          [](const auto& p) { return p.param ? "c" : "cpp"; });
 

@@ -102,6 +102,28 @@ TEST_P(TimedProgress, TimedLockTimesOutAndLateTokenIsKeptIdle) {
   progress_barrier(MPI_COMM_WORLD, m);
 }
 
+TEST_P(TimedProgress, HugeAndNegativeTimeoutsSaturate) {
+  // hours::max() and time_point::max() overflow a naive now() + timeout into the
+  // past, which would time out at once: they must wait for the token instead. A
+  // negative timeout is zero: one attempt. Rank 0 holds the lock until the others
+  // have made that attempt.
+  tally::mutex m(MPI_COMM_WORLD, opts());
+  const int n = world_size(), me = world_rank();
+  if (me == 0) {
+    EXPECT_TRUE(m.try_lock_for(std::chrono::hours::max()));  // the idle holder: at once
+    for (int r = 1; r < n; ++r) await_signal(r);
+    m.unlock();
+  } else {
+    EXPECT_FALSE(m.try_lock_for(std::chrono::seconds(-5)));
+    signal(0);
+    EXPECT_TRUE(m.try_lock_for(std::chrono::hours::max()));
+    m.unlock();
+    EXPECT_TRUE(m.try_lock_until(std::chrono::system_clock::time_point::max()));
+    m.unlock();
+  }
+  progress_barrier(MPI_COMM_WORLD, m);
+}
+
 TEST_P(TimedProgress, LateTokenIsPassedOnToTheNextWaiter) {
   if (world_size() < 3) GTEST_SKIP() << "needs three ranks";
   tally::mutex m(MPI_COMM_WORLD, opts());

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <optional>
+#include <span>
 #include <type_traits>
 #include <utility>
 
@@ -57,15 +58,11 @@ class guarded {
     T value_;
   };
 
-  // Collective over comm; `initial` is the value at the initial owner (all ranks
-  // should pass the same). Errors as for tally::mutex.
+  // Collective over comm; `initial` is the value the token starts with (the initial
+  // owner's counts; all ranks should pass the same), in place before any rank can
+  // ask for it. Errors as for tally::mutex.
   explicit guarded(MPI_Comm comm, const T& initial = T{}, options opts = {})
-      : m_(comm, with_payload(opts)) {
-    if (m_.try_lock()) {  // only the initial owner holds the idle token now
-      m_.payload().store(initial);
-      m_.unlock();
-    }
-  }
+      : m_(comm, with_payload(opts), std::as_bytes(std::span<const T, 1>(&initial, 1))) {}
   template <class Communicator>
     requires(!std::same_as<Communicator, MPI_Comm> &&
              std::is_convertible_v<const Communicator&, MPI_Comm>)

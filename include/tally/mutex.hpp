@@ -154,6 +154,10 @@ class TALLY_API mutex {
   // With the default progress_mode::automatic, the mode is thread when MPI provides
   // MPI_THREAD_MULTIPLE and in_calls otherwise (see progress()).
   explicit mutex(MPI_Comm comm, const options& opts = {});
+  // Collective: as above, with the payload starting as `initial_payload` (exactly
+  // options::payload_bytes bytes, else errc::arg on every rank), in place before
+  // any rank can ask for the token. Only the initial owner's bytes count.
+  mutex(MPI_Comm comm, const options& opts, std::span<const std::byte> initial_payload);
   // Collective creation that fails on every rank, with `why` raised on this one.
   mutex(MPI_Comm comm, const options& opts, detail::refusal why);
 

@@ -10,6 +10,10 @@
 #         through osc/ucx restricted to UCX's TCP transport (UCX_TLS=tcp,self;
 #         UCX_NET_DEVICES=IF for interface names), osc/pt2pt without UCX. On one
 #         node osc/sm and osc/rdma would use shared memory and never touch TCP.
+#   shm+tcp  Ethernet between nodes, shared memory inside a node: pml ob1,
+#         btl self,vader,tcp [btl_tcp_if_include IF]; one-sided through osc/ucx on
+#         UCX's TCP and shared-memory transports (UCX_TLS=tcp,self,sm), which works
+#         across nodes where osc/sm cannot and osc/rdma needs RDMA
 #   ucx   InfiniBand or any UCX fabric: pml ucx, osc ucx
 #   auto  the MPI library's own choice (and OMPI_MCA_* already in the environment)
 #
@@ -24,7 +28,7 @@
 # tally_mpi_local_env         exports what Open MPI needs on this machine: running
 #                             as root, more ranks than cores
 
-tally_transports='shm tcp ucx auto'
+tally_transports='shm tcp shm+tcp ucx auto'
 
 tally_transport() {
   local name=${1:-} tcp_if=${2:-}
@@ -39,6 +43,11 @@ tally_transport() {
         # UCX takes interface names, not CIDRs.
         [[ "$tcp_if" == */* ]] || export UCX_NET_DEVICES="${UCX_NET_DEVICES:-$tcp_if}"
       fi
+      ;;
+    shm+tcp)
+      TALLY_MCA=(pml=ob1 'btl=self,vader,tcp' 'osc=ucx,pt2pt')
+      export UCX_TLS="${UCX_TLS:-tcp,self,sm}"
+      [[ -z "$tcp_if" ]] || TALLY_MCA+=("btl_tcp_if_include=$tcp_if")
       ;;
     ucx) TALLY_MCA=(pml=ucx osc=ucx) ;;
     auto) ;;

@@ -49,7 +49,10 @@ class engine : public std::enable_shared_from_this<engine> {
   // Collective over comm; see tally::mutex::mutex for the errors. A caller_error
   // (a bad argument found by the caller) fails the creation on every rank alike.
   // Create it with std::make_shared: asynchronous acquisitions refer to it weakly.
-  engine(MPI_Comm comm, const options& opts, std::optional<error> caller_error = std::nullopt);
+  // `initial_payload` (empty, or payload_bytes bytes) is the payload the token
+  // starts with, set before any other rank can ask for it.
+  engine(MPI_Comm comm, const options& opts, std::optional<error> caller_error = std::nullopt,
+         std::span<const std::byte> initial_payload = {});
   // Tears down collectively if free() was not called; never throws.
   ~engine();
   engine(const engine&) = delete;

@@ -75,7 +75,8 @@ std::optional<error> validate(const options& o, int size) {
 
 }  // namespace
 
-engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_error)
+engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_error,
+               std::span<const std::byte> initial_payload)
     : opts_(opts), peer_(protocol::rank_t(0), 1, protocol::rank_t(0)) {
   if (comm == MPI_COMM_NULL) fail(errc::arg, "communicator is MPI_COMM_NULL");
   if (!mpi_usable()) fail(errc::state, "MPI is not initialized, or already finalized");
@@ -94,6 +95,9 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   // Agree on validity before anything else is collective. Payload size and owner
   // must also match across ranks: each is agreed as a [min, max] range.
   std::optional<error> local = caller_error ? std::move(caller_error) : validate(opts, size_);
+  if (!local && !initial_payload.empty() && initial_payload.size() != opts.payload_bytes)
+    local = error(errc::arg, "tally: initial payload of " + std::to_string(initial_payload.size()) +
+                                 " bytes for a payload of " + std::to_string(opts.payload_bytes));
   const long long payload = static_cast<long long>(std::min(opts.payload_bytes, max_payload_bytes + 1));
   long long mine[5] = {local ? static_cast<long long>(local->code()) : 0, payload, -payload,
                        opts.initial_owner, -static_cast<long long>(opts.initial_owner)};
@@ -116,6 +120,8 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   wait_warning_ = wait_warning(opts_);
   peer_ = protocol::peer(protocol::rank_t(rank_), size_, protocol::rank_t(opts.initial_owner));
   payload_.assign(opts.payload_bytes, std::byte{0});
+  if (rank_ == opts.initial_owner && !initial_payload.empty())
+    std::copy(initial_payload.begin(), initial_payload.end(), payload_.begin());
   registry::add(this);
   try {
     transport_.open(std::move(dup), rank_, size_, opts.payload_bytes);

@@ -12,6 +12,9 @@ namespace tally {
 mutex::mutex(MPI_Comm comm, const options& opts)
     : engine_(std::make_shared<detail::engine>(comm, opts)) {}
 
+mutex::mutex(MPI_Comm comm, const options& opts, std::span<const std::byte> initial_payload)
+    : engine_(std::make_shared<detail::engine>(comm, opts, std::nullopt, initial_payload)) {}
+
 mutex::mutex(MPI_Comm comm, const options& opts, detail::refusal why)
     : engine_(std::make_shared<detail::engine>(comm, opts, error(why.code, why.what))) {}
 

@@ -11,7 +11,7 @@
 #               git commit, exit status (rewritten at the end, also on failure)
 #
 # Variables read (all optional; defaults in brackets):
-#   TALLY_TRANSPORT   ucx | tcp | shm | auto                          [ucx]
+#   TALLY_TRANSPORT   ucx | tcp | shm+tcp | shm | auto                [ucx]
 #   TALLY_TCP_IF      interface(s) or CIDR(s) for TCP, comma-separated [Open MPI's choice]
 #   TALLY_LAUNCHER    srun | mpirun                                    [srun]
 #   TALLY_SRUN_MPI    srun --mpi plugin                                [pmix]
@@ -77,7 +77,7 @@ tally_select_transport() {
   local why
   why=$(tally_transport "$TALLY_TRANSPORT" "${TALLY_TCP_IF:-}" 2>&1 >/dev/null) || tally_die "$why"
   tally_transport "$TALLY_TRANSPORT" "${TALLY_TCP_IF:-}"
-  if [[ -n "${TALLY_TCP_IF:-}" && "$TALLY_TRANSPORT" != tcp ]]; then
+  if [[ -n "${TALLY_TCP_IF:-}" && "$TALLY_TRANSPORT" != tcp && "$TALLY_TRANSPORT" != shm+tcp ]]; then
     tally_log "warning: TALLY_TCP_IF is ignored with TALLY_TRANSPORT=$TALLY_TRANSPORT"
   fi
 }

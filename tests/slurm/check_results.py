@@ -14,6 +14,7 @@ ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 TRANSPORT_MCA = {
     "shm": {"pml": "ob1", "btl": "self,vader", "osc": "sm,pt2pt"},
     "tcp": {"pml": "ob1", "btl": "self,tcp", "osc": "ucx,pt2pt"},
+    "shm+tcp": {"pml": "ob1", "btl": "self,vader,tcp", "osc": "ucx,pt2pt"},
     "ucx": {"pml": "ucx"},
     "auto": {},
 }
@@ -32,6 +33,8 @@ def main():
                     help="a benchmark name prefix that must be present (repeatable)")
     ap.add_argument("--ranks-key", action="append", default=[],
                     help="a context key or per-benchmark field that holds the rank count")
+    ap.add_argument("--node-names", default="",
+                    help="comma-separated: env.json's node_list must be exactly these")
     ap.add_argument("--nodes-key", default="",
                     help="a context key that holds the node count")
     ap.add_argument("--mca-context", action="store_true",
@@ -64,6 +67,9 @@ def main():
     check(env.get("nodes") == a.nodes, f"env.nodes {env.get('nodes')!r} != {a.nodes}")
     check(isinstance(env.get("node_list"), list) and len(env["node_list"]) == a.nodes,
           f"env.node_list {env.get('node_list')!r} does not name {a.nodes} node(s)")
+    if a.node_names:
+        check(env.get("node_list") == a.node_names.split(","),
+              f"env.node_list {env.get('node_list')!r} != {a.node_names.split(',')}")
     check(env.get("ranks") == a.ranks, f"env.ranks {env.get('ranks')!r} != {a.ranks}")
     check(env.get("transport") == a.transport,
           f"env.transport {env.get('transport')!r} != {a.transport!r}")

@@ -30,6 +30,11 @@ typedef struct {
   uint64_t tokens_sent;
   uint64_t tokens_received;
   uint64_t broadcasts;         /* REQUEST broadcasts started */
+  /* Topology TALLY_TOPOLOGY_NODE only (zero otherwise); REQUESTs and tokens above then
+   * count the level between nodes. */
+  uint64_t local_handoffs_sent;     /* entries this rank granted to a rank of its node */
+  uint64_t local_handoffs_received; /* entries granted to this rank by a rank of its node */
+  uint64_t bound_releases;          /* token sent away with local waiters left (pass bound) */
 } tally_stats;
 
 #endif /* TALLY_COMMON_H */

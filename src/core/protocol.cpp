@@ -116,7 +116,7 @@ step peer::on_request(rank_t from, seq_t s) {
   ++counters_.requests_received;
   seq_t& seen = rn_[from.index()];
   if (s > seen) seen = s;
-  if (held_ && mode_ == mode::idle && seen == held_->ln[from.index()].next())
+  if (held_ && mode_ == mode::idle && fresh(seen, held_->ln[from.index()]))
     return send_to(from);  // idle holder's Q is empty: hand off at once
   return {};
 }
@@ -147,7 +147,7 @@ step peer::release() {
   for (rank_t r : t.queue) queued_[r.index()] = 1;
   for (std::int32_t j = 0; j < n_; ++j) {
     const auto k = static_cast<std::size_t>(j);
-    if (!queued_[k] && rn_[k] == t.ln[k].next()) t.queue.push_back(rank_t(j));
+    if (!queued_[k] && fresh(rn_[k], t.ln[k])) t.queue.push_back(rank_t(j));
   }
   for (rank_t r : t.queue) queued_[r.index()] = 0;
   if (t.queue.empty()) return {};
@@ -168,7 +168,7 @@ bool peer::waiter_known() const noexcept {
   if (!held_->queue.empty()) return true;
   for (std::int32_t j = 0; j < n_; ++j) {
     const auto k = static_cast<std::size_t>(j);
-    if (j != self_.value() && rn_[k] == held_->ln[k].next()) return true;
+    if (j != self_.value() && fresh(rn_[k], held_->ln[k])) return true;
   }
   return false;
 }

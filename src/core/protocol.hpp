@@ -72,6 +72,10 @@ class seq_t {
   std::uint64_t v_ = 0;
 };
 
+// The Suzuki–Kasami rule: a participant whose highest request number seen (RN) is
+// one past its last served request (LN) waits for the token.
+constexpr bool fresh(seq_t rn, seq_t ln) noexcept { return rn == ln.next(); }
+
 enum class mode : std::uint8_t { idle, requesting, in_cs };
 
 // Outcome of a call. Everything but ok means the call changed nothing.

@@ -1,0 +1,363 @@
+#include "check/cohort_world.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <sstream>
+
+namespace tally::check {
+
+namespace {
+
+struct report {
+  std::ostringstream os;
+  template <class... A>
+  std::optional<std::string> operator()(const A&... parts) {
+    (os << ... << parts);
+    return os.str();
+  }
+};
+
+verdict refused(const char* what, rank_t at, protocol::status st) {
+  return verdict::refuse(std::string(what) + " at rank " + std::to_string(at.value()) + ": " +
+                         protocol::describe(st));
+}
+
+}  // namespace
+
+cohort_world::cohort_world(std::vector<std::int32_t> sizes, std::int32_t owner_node,
+                           std::uint32_t pass_bound)
+    : sizes_(std::move(sizes)), bound_(pass_bound) {
+  if (sizes_.empty()) throw error(errc::arg, "tally-sim: need at least one node");
+  for (std::int32_t s : sizes_)
+    if (s < 1) throw error(errc::arg, "tally-sim: every node needs at least one rank");
+  if (owner_node < 0 || owner_node >= nodes())
+    throw error(errc::arg, "tally-sim: owner node " + std::to_string(owner_node) + " out of range");
+  for (std::int32_t k = 0; k < nodes(); ++k) {
+    first_.push_back(static_cast<std::int32_t>(node_of_.size()));
+    node_of_.insert(node_of_.end(), static_cast<std::size_t>(sizes_[static_cast<std::size_t>(k)]), k);
+  }
+  ranks_.resize(node_of_.size());
+  std::iota(ranks_.begin(), ranks_.end(), 0);
+  const std::int32_t widest = *std::max_element(sizes_.begin(), sizes_.end());
+  layout_ = protocol::cohort_layout::of(nodes(), widest);
+  stride_ = layout_.bytes;
+  mem_.assign(stride_ / 8 * static_cast<std::size_t>(nodes()), 0);
+  for (std::int32_t k = 0; k < nodes(); ++k) {
+    const auto ku = static_cast<std::size_t>(k);
+    protocol::cohort({nodes(), k, sizes_[ku], bound_}, protocol::cohort_view::at(block(k), layout_), node_of_,
+                     std::span<const std::int32_t>(ranks_).subspan(static_cast<std::size_t>(first_[ku]),
+                                                                   static_cast<std::size_t>(sizes_[ku])))
+        .reset(owner_node);
+  }
+}
+
+std::uint8_t* cohort_world::block(std::int32_t k) const {
+  return reinterpret_cast<std::uint8_t*>(mem_.data()) + stride_ * static_cast<std::size_t>(k);
+}
+
+protocol::cohort cohort_world::node(std::int32_t k) const {
+  // Every block is laid out for the widest node; node k uses its first sizes[k]
+  // local entries.
+  const auto ku = static_cast<std::size_t>(k);
+  // The constructor checked every node's shape once (trusted from then on).
+  return protocol::cohort({nodes(), k, sizes_[ku], bound_}, protocol::cohort_view::at(block(k), layout_), node_of_,
+                          std::span<const std::int32_t>(ranks_).subspan(static_cast<std::size_t>(first_[ku]),
+                                                                        static_cast<std::size_t>(sizes_[ku])),
+                          protocol::cohort::trusted{});
+}
+
+cohort_world::phase cohort_world::phase_of(rank_t r) const {
+  const std::int32_t k = node_of(r);
+  const std::int32_t i = local_of(r);
+  const std::uint8_t* b = block(k);
+  if (reinterpret_cast<const protocol::cohort_header*>(b + layout_.header)->in_cs == i) return phase::in_cs;
+  return b[layout_.waiting + static_cast<std::size_t>(i)] ? phase::waiting : phase::idle;
+}
+
+verdict cohort_world::carry(std::int32_t k, const protocol::cohort_step& s, const char* what, rank_t at) {
+  if (!s.ok()) return refused(what, at, s.st);
+  const protocol::cohort c = node(k);
+  if (s.act.token_to.value() >= 0) {
+    const protocol::cohort_view& v = c.state();
+    in_flight f{s.act.token_to, std::vector<seq_t>(v.ln, v.ln + nodes()), {}};
+    for (std::int32_t q = 0; q < v.h->tq_len; ++q) f.queue.push_back(rank_t(v.tq[q]));
+    flight_ = std::move(f);
+    ++messages_;
+    streak_ = 0;
+  }
+  if (s.act.broadcast) {
+    for (std::int32_t j = 0; j < nodes(); ++j)
+      if (j != k) pending_.push_back({s.act.requester, j, s.act.seq});
+    std::sort(pending_.begin(), pending_.end());
+    messages_ += static_cast<std::uint64_t>(nodes() - 1);
+  }
+  return {};
+}
+
+verdict cohort_world::request(rank_t r) {
+  if (r.value() < 0 || r.value() >= ranks()) return verdict::refuse("rank out of range");
+  const std::int32_t k = node_of(r);
+  return carry(k, node(k).lock(local_of(r)), "request", r);
+}
+
+verdict cohort_world::withdraw(rank_t r) {
+  if (r.value() < 0 || r.value() >= ranks()) return verdict::refuse("rank out of range");
+  const std::int32_t k = node_of(r);
+  return carry(k, node(k).withdraw(local_of(r)), "withdraw", r);
+}
+
+verdict cohort_world::exit(rank_t r) {
+  if (r.value() < 0 || r.value() >= ranks()) return verdict::refuse("rank out of range");
+  const std::int32_t k = node_of(r);
+  protocol::cohort c = node(k);
+  // The world's own view of "another node is known to wait", before the step.
+  const protocol::cohort_view& v = c.state();
+  bool known = v.h->has_token && v.h->tq_len > 0;
+  for (std::int32_t j = 0; j < nodes() && v.h->has_token && !known; ++j)
+    known = j != k && v.rn[j] == v.ln[j].next();
+  const protocol::cohort_step s = c.unlock(local_of(r));
+  if (s.ok() && s.act.grant >= 0 && known) ++streak_;
+  return carry(k, s, "exit", r);
+}
+
+verdict cohort_world::deliver(rank_t requester, std::int32_t to, std::optional<seq_t> seq) {
+  const auto it = std::find_if(pending_.begin(), pending_.end(), [&](const node_request& m) {
+    return m.requester == requester && m.to == to && (!seq || m.seq == *seq);
+  });
+  if (it == pending_.end())
+    return verdict::refuse("no pending REQUEST of rank " + std::to_string(requester.value()) +
+                           " to node " + std::to_string(to) +
+                           (seq ? " with sequence " + std::to_string(seq->value()) : std::string()));
+  const node_request m = *it;
+  const protocol::cohort_step s = node(to).on_request(0, m.requester, m.seq);
+  if (!s.ok()) return refused("deliver", global(to, 0), s.st);
+  pending_.erase(pending_.begin() + (it - pending_.begin()));
+  return carry(to, s, "deliver", global(to, 0));
+}
+
+verdict cohort_world::deliver_token() {
+  if (!flight_) return verdict::refuse("no token in flight");
+  const rank_t to = flight_->to;
+  const std::int32_t k = node_of(to);
+  const protocol::cohort_step s = node(k).on_token(local_of(to), flight_->ln, flight_->queue);
+  if (!s.ok()) return refused("token delivery", to, s.st);
+  flight_.reset();
+  streak_ = 0;
+  return carry(k, s, "token delivery", to);
+}
+
+bool cohort_world::can_progress() const noexcept {
+  if (!pending_.empty() || flight_) return true;
+  for (std::int32_t k = 0; k < nodes(); ++k)
+    if (node(k).in_cs() >= 0) return true;
+  return false;
+}
+
+bool cohort_world::quiescent() const noexcept {
+  if (!pending_.empty() || flight_) return false;
+  for (std::int32_t k = 0; k < nodes(); ++k) {
+    const protocol::cohort c = node(k);
+    if (c.in_cs() >= 0 || c.state().h->lq_len > 0 || c.requesting()) return false;
+  }
+  return true;
+}
+
+const seq_t* cohort_world::token_ln() const {
+  if (flight_) return flight_->ln.data();
+  for (std::int32_t k = 0; k < nodes(); ++k)
+    if (node(k).holds_token()) return node(k).state().ln;
+  return nullptr;
+}
+
+std::optional<std::string> cohort_world::violation() const {
+  const std::int32_t K = nodes();
+  std::int32_t holders = 0, in_cs = 0, holder = -1;
+  for (std::int32_t k = 0; k < K; ++k) {
+    const protocol::cohort c = node(k);
+    const protocol::cohort_header& h = *c.state().h;
+    const std::int32_t R = sizes_[static_cast<std::size_t>(k)];
+    if (c.holds_token()) {
+      ++holders;
+      holder = k;
+    }
+    // C1 one rank in the CS, on the node that holds the token.
+    if (h.in_cs >= 0) {
+      ++in_cs;
+      if (h.in_cs >= R) return report{}("node ", k, ": in_cs names local rank ", h.in_cs);
+      if (!h.has_token) return report{}("node ", k, ": rank ", h.in_cs, " is in the CS without the token");
+    }
+    // C3 the local FIFO and the waiting flags agree; no rank waits twice or in the CS.
+    if (h.lq_len < 0 || h.lq_len > R || h.lq_head < 0 || h.lq_head >= R)
+      return report{}("node ", k, ": local FIFO out of bounds");
+    std::vector<int> seen(static_cast<std::size_t>(R), 0);
+    for (std::int32_t q = 0; q < h.lq_len; ++q) {
+      const std::int32_t x = c.state().lq[(h.lq_head + q) % R];
+      if (x < 0 || x >= R || seen[static_cast<std::size_t>(x)]++)
+        return report{}("node ", k, ": local FIFO holds ", x, " out of range or twice");
+      if (x == h.in_cs) return report{}("node ", k, ": rank ", x, " waits while in the CS");
+    }
+    for (std::int32_t i = 0; i < R; ++i)
+      if ((seen[static_cast<std::size_t>(i)] != 0) != c.is_waiting(i))
+        return report{}("node ", k, ": waiting flag of local rank ", i, " disagrees with the FIFO");
+    if (h.has_token && h.requesting) return report{}("node ", k, " holds the token and requests it");
+    if (h.has_token && h.in_cs < 0) {  // C4 an idle holder has nothing to hand on
+      if (h.lq_len > 0) return report{}("idle holder node ", k, " has local waiters");
+      if (c.remote_waiter_known())
+        return report{}("idle holder node ", k, " keeps the token although another node waits");
+    }
+    if (!h.has_token && h.lq_len > 0 && !h.requesting)  // C5
+      return report{}("node ", k, " has local waiters but neither holds nor requests the token");
+    if (h.has_token) {  // C9 the pass bound
+      if ((h.remote_waiting != 0) != c.remote_waiter_known())
+        return report{}("node ", k, ": cached remote_waiting is stale");
+      if (h.passes > bound_) return report{}("node ", k, ": ", h.passes, " passes exceed B = ", bound_);
+    }
+  }
+  if (in_cs > 1) return report{}(in_cs, " ranks are in the critical section");  // C1
+  if (holders + (flight_ ? 1 : 0) != 1)                                           // C2
+    return report{}("token count is ", holders + (flight_ ? 1 : 0), ", expected 1");
+  if (streak_ > bound_) return report{}("the world counted ", streak_, " local passes in a row, B = ", bound_);
+
+  // C6 request numbers.
+  const seq_t* ln = token_ln();
+  std::vector<const seq_t*> rn(static_cast<std::size_t>(K));
+  for (std::int32_t i = 0; i < K; ++i) rn[static_cast<std::size_t>(i)] = node(i).state().rn;
+  for (std::int32_t j = 0; j < K; ++j) {
+    const protocol::cohort cj = node(j);
+    const seq_t own = cj.state().rn[j];
+    for (std::int32_t i = 0; i < K; ++i)
+      if (rn[static_cast<std::size_t>(i)][j] > own)
+        return report{}("RN_", i, "[", j, "] exceeds RN_", j, "[", j, "] = ", own.value());
+    // Requesting: RN = LN + 1. Neither requesting nor holding: RN = LN. Holding: the
+    // request it holds the token for (if any) is served at release.
+    const bool ok = cj.requesting() ? own == ln[j].next()
+                    : cj.holds_token() ? (own == ln[j] || own == ln[j].next())
+                                       : own == ln[j];
+    if (!ok)
+      return report{}("node ", j, (cj.requesting() ? " requests" : cj.holds_token() ? " holds the token" : " is idle"),
+                      " but RN_", j, "[", j, "] = ", own.value(), ", LN[", j, "] = ", ln[j].value());
+  }
+  // C7 the token's queue; C8 the token in flight.
+  const std::int32_t tq_len = flight_ ? static_cast<std::int32_t>(flight_->queue.size())
+                                      : node(holder).state().h->tq_len;
+  std::vector<int> queued(static_cast<std::size_t>(K), 0);
+  for (std::int32_t q = 0; q < tq_len; ++q) {
+    const std::int32_t r = flight_ ? flight_->queue[static_cast<std::size_t>(q)].value() : node(holder).state().tq[q];
+    if (r < 0 || r >= ranks()) return report{}("token queue holds rank ", r);
+    const std::int32_t j = node_of_[static_cast<std::size_t>(r)];
+    if (queued[static_cast<std::size_t>(j)]++) return report{}("token queue holds node ", j, " twice");
+    const protocol::cohort cj = node(j);
+    if (!cj.requesting()) return report{}("queued node ", j, " is not requesting");
+    if (cj.state().requester[j] != r)
+      return report{}("queued rank ", r, " is not node ", j, "'s requester ", cj.state().requester[j]);
+    if (j == holder || (flight_ && j == node_of(flight_->to)))
+      return report{}("queued node ", j, " is where the token is or goes");
+  }
+  if (flight_) {
+    const std::int32_t j = node_of(flight_->to);
+    if (!node(j).requesting()) return report{}("token in flight to node ", j, ", which does not request");
+    if (node(j).state().requester[j] != flight_->to.value())
+      return report{}("token in flight to rank ", flight_->to.value(), ", not node ", j, "'s requester");
+  }
+  // Pending REQUESTs were issued; C10 a requesting node's REQUEST reached every
+  // other node or is pending to it.
+  for (const node_request& m : pending_) {
+    const std::int32_t j = node_of(m.requester);
+    if (m.seq.value() == 0 || m.seq > node(j).state().rn[j])
+      return report{}("pending REQUEST #", m.seq.value(), " of node ", j, " was never issued");
+  }
+  for (std::int32_t j = 0; j < K; ++j) {
+    const protocol::cohort cj = node(j);
+    if (!cj.requesting()) continue;
+    const seq_t s = cj.state().rn[j];
+    const rank_t who(cj.state().requester[j]);
+    for (std::int32_t i = 0; i < K; ++i)
+      if (i != j && rn[static_cast<std::size_t>(i)][j] != s &&
+          !std::binary_search(pending_.begin(), pending_.end(), node_request{who, i, s}))
+        return report{}("node ", j, "'s REQUEST #", s.value(), " neither reached node ", i, " nor is pending");
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> cohort_world::regression_from(const cohort_world& before) const {
+  for (std::int32_t i = 0; i < nodes(); ++i) {
+    const seq_t* now = node(i).state().rn;
+    const seq_t* was = before.node(i).state().rn;
+    for (std::int32_t j = 0; j < nodes(); ++j)
+      if (now[j] < was[j]) return report{}("RN_", i, "[", j, "] decreased");
+  }
+  const seq_t* a = before.token_ln();
+  const seq_t* b = token_ln();
+  for (std::int32_t j = 0; j < nodes(); ++j)
+    if (b[j] < a[j]) return report{}("LN[", j, "] decreased");
+  return std::nullopt;
+}
+
+std::optional<std::string> cohort_world::counter_mismatch() const {
+  protocol::counters sum{};
+  for (std::int32_t k = 0; k < nodes(); ++k)
+    for (std::int32_t i = 0; i < sizes_[static_cast<std::size_t>(k)]; ++i) {
+      const protocol::counters& c = node(k).counters_of(i);
+      sum.acquisitions += c.acquisitions;
+      sum.local_acquisitions += c.local_acquisitions;
+      sum.requests_sent += c.requests_sent;
+      sum.requests_received += c.requests_received;
+      sum.tokens_sent += c.tokens_sent;
+      sum.tokens_received += c.tokens_received;
+      sum.broadcasts += c.broadcasts;
+      sum.local_handoffs_sent += c.local_handoffs_sent;
+      sum.local_handoffs_received += c.local_handoffs_received;
+    }
+  const auto others = static_cast<std::uint64_t>(nodes() - 1);
+  if (sum.requests_sent != others * sum.broadcasts)
+    return report{}("REQUESTs sent ", sum.requests_sent, " != (K-1) x broadcasts ", sum.broadcasts);
+  if (sum.requests_received + pending_.size() != sum.requests_sent)
+    return report{}("REQUESTs received ", sum.requests_received, " + pending ", pending_.size(), " != sent ",
+                    sum.requests_sent);
+  if (sum.tokens_received + (flight_ ? 1 : 0) != sum.tokens_sent)
+    return report{}("tokens received ", sum.tokens_received, " + in flight != sent ", sum.tokens_sent);
+  if (sum.local_handoffs_sent != sum.local_handoffs_received)
+    return report{}("local handoffs sent ", sum.local_handoffs_sent, " != received ", sum.local_handoffs_received);
+  if (sum.requests_sent + sum.tokens_sent != messages_)
+    return report{}("counters account for ", sum.requests_sent + sum.tokens_sent, " messages, the network carried ",
+                    messages_);
+  return std::nullopt;
+}
+
+void cohort_world::encode(std::vector<std::uint64_t>& out) const {
+  // Field by field, so that equal protocol states encode equally: the local FIFO in
+  // order (not the ring), the token's LN and queue only where it is held.
+  out.clear();
+  const auto K = static_cast<std::size_t>(nodes());
+  for (std::int32_t k = 0; k < nodes(); ++k) {
+    const protocol::cohort c = node(k);
+    const protocol::cohort_view& v = c.state();
+    const protocol::cohort_header& h = *v.h;
+    out.push_back(static_cast<std::uint64_t>(h.in_cs + 1) | static_cast<std::uint64_t>(h.passes) << 16 |
+                  static_cast<std::uint64_t>(h.has_token) << 48 | static_cast<std::uint64_t>(h.requesting) << 49 |
+                  static_cast<std::uint64_t>(h.remote_waiting) << 50);
+    for (std::size_t j = 0; j < K; ++j) out.push_back(v.rn[j].value() << 32 | static_cast<std::uint32_t>(v.requester[j]));
+    out.push_back(static_cast<std::uint64_t>(h.lq_len));
+    for (std::int32_t q = 0; q < h.lq_len; ++q) out.push_back(static_cast<std::uint64_t>(v.lq[(h.lq_head + q) % sizes_[static_cast<std::size_t>(k)]]));
+    if (!h.has_token) continue;
+    for (std::size_t j = 0; j < K; ++j) out.push_back(v.ln[j].value());
+    out.push_back(static_cast<std::uint64_t>(h.tq_len));
+    for (std::int32_t q = 0; q < h.tq_len; ++q) out.push_back(static_cast<std::uint64_t>(v.tq[q]));
+  }
+  out.push_back(streak_);
+  if (flight_) {
+    out.push_back(static_cast<std::uint64_t>(flight_->to.value()));
+    for (seq_t s : flight_->ln) out.push_back(s.value());
+    out.push_back(flight_->queue.size());
+    for (rank_t q : flight_->queue) out.push_back(static_cast<std::uint64_t>(q.value()));
+  } else {
+    out.push_back(~std::uint64_t{0});
+  }
+  for (const node_request& m : pending_) {
+    out.push_back((static_cast<std::uint64_t>(m.requester.value()) << 32) | static_cast<std::uint32_t>(m.to));
+    out.push_back(m.seq.value());
+  }
+}
+
+}  // namespace tally::check

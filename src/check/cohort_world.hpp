@@ -1,0 +1,102 @@
+// check/cohort_world.hpp — the two-level lock's nodes and the network between them.
+//
+// K nodes of protocol::cohort, each over its own block of state (as the runtime
+// keeps it in shared memory), global ranks numbered node by node. The network holds
+// the pending REQUESTs (unordered; each goes to a node and is received there by its
+// local rank 0) and at most one token in flight (to a rank). Every step goes through
+// the core; the world only moves messages. The invariant checks are those of
+// docs/design.md ("Two-level lock", C1-C9). No MPI.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "check/world.hpp"
+#include "core/cohort.hpp"
+
+namespace tally::check {
+
+struct node_request {
+  rank_t requester;  // global rank the token should reach
+  std::int32_t to;   // destination node
+  seq_t seq;
+  friend auto operator<=>(const node_request&, const node_request&) = default;
+};
+
+class cohort_world {
+ public:
+  // sizes[k]: ranks on node k (each >= 1); the token idle on node `owner_node`;
+  // pass bound B. Throws tally::error(errc::arg) on a bad shape.
+  cohort_world(std::vector<std::int32_t> sizes, std::int32_t owner_node, std::uint32_t pass_bound);
+  cohort_world(const cohort_world&) = default;
+  cohort_world& operator=(const cohort_world&) = default;
+
+  // --- steps (global ranks) ------------------------------------------------------
+  verdict request(rank_t r);   // lock()
+  verdict withdraw(rank_t r);  // a waiting rank gives up
+  verdict exit(rank_t r);      // unlock()
+  // Deliver the pending REQUEST of `requester` to node `to` with sequence `seq`, or
+  // the oldest such one when seq is empty.
+  verdict deliver(rank_t requester, std::int32_t to, std::optional<seq_t> seq = std::nullopt);
+  verdict deliver_token();
+
+  // --- state ---------------------------------------------------------------------
+  std::int32_t nodes() const noexcept { return static_cast<std::int32_t>(sizes_.size()); }
+  std::int32_t ranks() const noexcept { return static_cast<std::int32_t>(node_of_.size()); }
+  std::uint32_t pass_bound() const noexcept { return bound_; }
+  std::int32_t node_of(rank_t r) const { return node_of_.at(r.index()); }
+  std::int32_t local_of(rank_t r) const { return r.value() - first_.at(static_cast<std::size_t>(node_of(r))); }
+  rank_t global(std::int32_t node, std::int32_t local) const {
+    return rank_t(first_.at(static_cast<std::size_t>(node)) + local);
+  }
+  // A view of node k (valid until this world changes or moves).
+  protocol::cohort node(std::int32_t k) const;
+  enum class phase : std::uint8_t { idle, waiting, in_cs };
+  phase phase_of(rank_t r) const;
+  const std::vector<node_request>& pending() const noexcept { return pending_; }
+  bool token_in_flight() const noexcept { return flight_.has_value(); }
+  rank_t flight_to() const { return flight_.value().to; }
+  std::uint64_t messages() const noexcept { return messages_; }
+  // Local grants in a row at the holding node while another node was known to wait,
+  // counted by the world (not read from the core).
+  std::uint32_t streak() const noexcept { return streak_; }
+
+  // True iff a step other than request/withdraw is enabled.
+  bool can_progress() const noexcept;
+  // True iff no rank waits or is in the CS and the network is empty.
+  bool quiescent() const noexcept;
+
+  // --- checks --------------------------------------------------------------------
+  std::optional<std::string> violation() const;
+  // The first RN or LN entry that decreased from `before`, or nullopt.
+  std::optional<std::string> regression_from(const cohort_world& before) const;
+  // Per-rank counters against the messages on the network, or nullopt.
+  std::optional<std::string> counter_mismatch() const;
+  // Canonical encoding of the protocol state (counters excluded).
+  void encode(std::vector<std::uint64_t>& out) const;
+
+ private:
+  struct in_flight {
+    rank_t to;
+    std::vector<seq_t> ln;
+    std::vector<rank_t> queue;
+  };
+  std::uint8_t* block(std::int32_t k) const;
+  verdict carry(std::int32_t k, const protocol::cohort_step& s, const char* what, rank_t at);
+  // The token's LN wherever the token is.
+  const seq_t* token_ln() const;
+
+  std::vector<std::int32_t> sizes_, first_, node_of_, ranks_;  // ranks_: 0..n-1
+  std::uint32_t bound_ = 1;
+  protocol::cohort_layout layout_{};
+  std::size_t stride_ = 0;                  // bytes per node block, a multiple of 8
+  mutable std::vector<std::uint64_t> mem_;  // K blocks; mutable: views are non-const
+  std::vector<node_request> pending_;       // sorted
+  std::optional<in_flight> flight_;
+  std::uint64_t messages_ = 0;
+  std::uint32_t streak_ = 0;
+};
+
+}  // namespace tally::check

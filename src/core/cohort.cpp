@@ -1,0 +1,264 @@
+#include "core/cohort.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace tally::protocol {
+
+namespace {
+
+constexpr std::size_t align8(std::size_t x) noexcept { return (x + 7) & ~std::size_t{7}; }
+
+template <class T>
+T* at(void* base, std::size_t offset) noexcept {
+  return reinterpret_cast<T*>(static_cast<std::byte*>(base) + offset);
+}
+
+}  // namespace
+
+cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcept {
+  const auto k = static_cast<std::size_t>(std::max(nodes, 1));
+  const auto r = static_cast<std::size_t>(std::max(locals, 1));
+  cohort_layout l;
+  std::size_t off = 0;
+  auto place = [&off](std::size_t& field, std::size_t bytes) {
+    field = off;
+    off = align8(off + bytes);
+  };
+  place(l.header, sizeof(cohort_header));
+  place(l.rn, k * sizeof(seq_t));
+  place(l.requester, k * sizeof(std::int32_t));
+  place(l.ln, k * sizeof(seq_t));
+  place(l.tq, k * sizeof(std::int32_t));
+  place(l.lq, r * sizeof(std::int32_t));
+  place(l.waiting, r);
+  place(l.scratch, k);
+  l.protocol_bytes = off;
+  place(l.counters, r * sizeof(protocol::counters));
+  l.bytes = off;
+  return l;
+}
+
+cohort_view cohort_view::at(void* base, const cohort_layout& l) noexcept {
+  return {protocol::at<cohort_header>(base, l.header),  protocol::at<seq_t>(base, l.rn),
+          protocol::at<std::int32_t>(base, l.requester), protocol::at<seq_t>(base, l.ln),
+          protocol::at<std::int32_t>(base, l.tq),        protocol::at<std::int32_t>(base, l.lq),
+          protocol::at<std::uint8_t>(base, l.waiting),   protocol::at<std::uint8_t>(base, l.scratch),
+          protocol::at<counters>(base, l.counters)};
+}
+
+cohort::cohort(cohort_shape shape, cohort_view state, std::span<const std::int32_t> node_of,
+               std::span<const std::int32_t> members)
+    : shape_(shape), v_(state), node_of_(node_of), members_(members) {
+  auto bad = [](const std::string& what) { throw error(errc::arg, "tally: cohort: " + what); };
+  if (shape.nodes < 1 || shape.locals < 1) bad("node and rank counts must be at least 1");
+  if (shape.pass_bound < 1) bad("the local pass bound must be at least 1");
+  if (shape.node < 0 || shape.node >= shape.nodes) bad("node index out of range");
+  if (members.size() != static_cast<std::size_t>(shape.locals)) bad("member list has the wrong size");
+  for (std::int32_t g : members)
+    if (g < 0 || static_cast<std::size_t>(g) >= node_of.size() || node_of[static_cast<std::size_t>(g)] != shape.node)
+      bad("member rank " + std::to_string(g) + " is not on node " + std::to_string(shape.node));
+  for (std::int32_t k : node_of)
+    if (k < 0 || k >= shape.nodes) bad("node_of names a node out of range");
+}
+
+void cohort::reset(std::int32_t owner_node) noexcept {
+  const auto k = static_cast<std::size_t>(shape_.nodes);
+  const auto r = static_cast<std::size_t>(shape_.locals);
+  *v_.h = cohort_header{};
+  std::fill_n(v_.rn, k, seq_t{});
+  std::fill_n(v_.requester, k, -1);
+  std::fill_n(v_.ln, k, seq_t{});
+  std::fill_n(v_.tq, k, -1);
+  std::fill_n(v_.lq, r, -1);
+  std::fill_n(v_.waiting, r, std::uint8_t{0});
+  std::fill_n(v_.scratch, k, std::uint8_t{0});
+  std::fill_n(v_.ctr, r, counters{});
+  v_.h->has_token = owner_node == shape_.node ? 1 : 0;
+}
+
+void cohort::enter(std::int32_t i, bool handoff) noexcept {
+  v_.h->in_cs = i;
+  counters& c = v_.ctr[static_cast<std::size_t>(i)];
+  ++c.acquisitions;
+  if (handoff) {
+    ++c.local_acquisitions;
+    ++c.local_handoffs_received;
+  }
+}
+
+std::int32_t cohort::pop_local() noexcept {
+  cohort_header& h = *v_.h;
+  const std::int32_t i = v_.lq[h.lq_head];
+  v_.lq[h.lq_head] = -1;
+  h.lq_head = (h.lq_head + 1) % shape_.locals;
+  --h.lq_len;
+  v_.waiting[static_cast<std::size_t>(i)] = 0;
+  return i;
+}
+
+void cohort::request(std::int32_t by, cohort_action& act) noexcept {
+  const auto self = static_cast<std::size_t>(shape_.node);
+  v_.rn[self] = v_.rn[self].next();
+  const std::int32_t head = v_.lq[v_.h->lq_head];  // the rank the token should reach
+  v_.requester[self] = members_[static_cast<std::size_t>(head)];
+  v_.h->requesting = 1;
+  counters& c = v_.ctr[static_cast<std::size_t>(by)];
+  ++c.broadcasts;
+  c.requests_sent += static_cast<std::uint64_t>(shape_.nodes - 1);
+  act.broadcast = true;
+  act.seq = v_.rn[self];
+  act.requester = rank_t(v_.requester[self]);
+}
+
+void cohort::release(std::int32_t by, cohort_action& act) noexcept {
+  cohort_header& h = *v_.h;
+  const auto self = static_cast<std::size_t>(shape_.node);
+  v_.ln[self] = v_.rn[self];
+  for (std::int32_t q = 0; q < h.tq_len; ++q) v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 1;
+  for (std::size_t j = 0; j < static_cast<std::size_t>(shape_.nodes); ++j)
+    if (j != self && !v_.scratch[j] && fresh(v_.rn[j], v_.ln[j])) v_.tq[h.tq_len++] = v_.requester[j];
+  for (std::int32_t q = 0; q < h.tq_len; ++q) v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 0;
+  h.passes = 0;
+  h.remote_waiting = 0;
+  if (h.tq_len == 0) return;  // idle holder: nobody waits anywhere
+  act.token_to = rank_t(v_.tq[0]);
+  std::copy(v_.tq + 1, v_.tq + h.tq_len, v_.tq);
+  v_.tq[--h.tq_len] = -1;
+  h.has_token = 0;
+  ++v_.ctr[static_cast<std::size_t>(by)].tokens_sent;
+  if (h.lq_len > 0) {  // the pass bound sent it away from local waiters: ask again
+    ++v_.ctr[static_cast<std::size_t>(by)].bound_releases;
+    request(by, act);
+  }
+}
+
+bool cohort::remote_waiter_known() const noexcept {
+  if (!v_.h->has_token) return false;
+  if (v_.h->tq_len > 0) return true;
+  for (std::int32_t j = 0; j < shape_.nodes; ++j) {
+    const auto k = static_cast<std::size_t>(j);
+    if (j != shape_.node && fresh(v_.rn[k], v_.ln[k])) return true;
+  }
+  return false;
+}
+
+cohort_step cohort::lock(std::int32_t i) {
+  if (!local(i)) return {status::bad_rank};
+  if (v_.h->in_cs == i) return {status::already_in_cs};
+  if (is_waiting(i)) return {status::already_requesting};
+  cohort_step s;
+  cohort_header& h = *v_.h;
+  if (h.has_token && h.in_cs < 0) {  // idle holder: its local FIFO is empty
+    enter(i, false);
+    ++v_.ctr[static_cast<std::size_t>(i)].local_acquisitions;
+    return s;
+  }
+  v_.lq[(h.lq_head + h.lq_len) % shape_.locals] = i;
+  ++h.lq_len;
+  v_.waiting[static_cast<std::size_t>(i)] = 1;
+  if (!h.has_token && !h.requesting) request(i, s.act);
+  return s;
+}
+
+cohort_step cohort::try_lock(std::int32_t i) {
+  if (!local(i)) return {status::bad_rank};
+  if (v_.h->in_cs == i) return {status::already_in_cs};
+  if (is_waiting(i) || !v_.h->has_token || v_.h->in_cs >= 0) return {status::would_block};
+  return lock(i);
+}
+
+cohort_step cohort::withdraw(std::int32_t i) {
+  if (!local(i)) return {status::bad_rank};
+  if (v_.h->in_cs == i) return {status::already_in_cs};
+  if (!is_waiting(i)) return {status::not_requesting};
+  cohort_header& h = *v_.h;
+  // Remove i from the ring, keeping the others' order.
+  std::int32_t w = 0;
+  for (std::int32_t q = 0; q < h.lq_len; ++q) {
+    const std::int32_t x = v_.lq[(h.lq_head + q) % shape_.locals];
+    if (x != i) v_.lq[(h.lq_head + w++) % shape_.locals] = x;
+  }
+  v_.lq[(h.lq_head + w) % shape_.locals] = -1;
+  h.lq_len = w;
+  v_.waiting[static_cast<std::size_t>(i)] = 0;
+  return {};
+}
+
+cohort_step cohort::unlock(std::int32_t i) {
+  if (!local(i)) return {status::bad_rank};
+  if (v_.h->in_cs != i) return {status::not_in_cs};
+  cohort_step s;
+  cohort_header& h = *v_.h;
+  h.in_cs = -1;
+  if (h.lq_len > 0 && (!h.remote_waiting || h.passes < shape_.pass_bound)) {
+    if (h.remote_waiting) ++h.passes;
+    const std::int32_t next = pop_local();
+    ++v_.ctr[static_cast<std::size_t>(i)].local_handoffs_sent;
+    enter(next, true);
+    s.act.grant = next;
+    return s;
+  }
+  release(i, s.act);
+  return s;
+}
+
+cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
+  if (!local(by) || requester.value() < 0 || requester.index() >= node_of_.size())
+    return {status::bad_rank};
+  const std::int32_t j = node_of(requester);
+  if (j == shape_.node) return {status::self_request};
+  ++v_.ctr[static_cast<std::size_t>(by)].requests_received;
+  const auto k = static_cast<std::size_t>(j);
+  if (seq > v_.rn[k]) {
+    v_.rn[k] = seq;
+    v_.requester[k] = requester.value();
+  }
+  cohort_step s;
+  cohort_header& h = *v_.h;
+  if (!h.has_token || !fresh(v_.rn[k], v_.ln[k])) return s;
+  if (h.in_cs < 0)
+    release(by, s.act);  // idle holder: hand off at once
+  else
+    h.remote_waiting = 1;
+  return s;
+}
+
+cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::span<const rank_t> queue) {
+  if (!local(by)) return {status::bad_rank};
+  cohort_header& h = *v_.h;
+  if (h.has_token || !h.requesting) return {status::not_requesting};
+  // Well formed: K entries of LN; a queue shorter than K of ranks in range, from
+  // distinct nodes, none of them this one.
+  const auto k = static_cast<std::size_t>(shape_.nodes);
+  bool ok = ln.size() == k && queue.size() < k;
+  for (std::size_t q = 0; ok && q < queue.size(); ++q) {
+    const rank_t r = queue[q];
+    ok = r.value() >= 0 && r.index() < node_of_.size() && node_of(r) != shape_.node &&
+         !v_.scratch[static_cast<std::size_t>(node_of(r))];
+    if (ok) v_.scratch[static_cast<std::size_t>(node_of(r))] = 1;
+  }
+  for (rank_t r : queue)
+    if (r.value() >= 0 && r.index() < node_of_.size()) v_.scratch[static_cast<std::size_t>(node_of(r))] = 0;
+  if (!ok) return {status::bad_token};
+
+  ++v_.ctr[static_cast<std::size_t>(by)].tokens_received;
+  std::copy(ln.begin(), ln.end(), v_.ln);
+  h.tq_len = static_cast<std::int32_t>(queue.size());
+  for (std::size_t q = 0; q < queue.size(); ++q) v_.tq[q] = queue[q].value();
+  h.has_token = 1;
+  h.requesting = 0;
+  h.passes = 0;
+  h.remote_waiting = remote_waiter_known() ? 1 : 0;
+  cohort_step s;
+  if (h.lq_len > 0) {
+    const std::int32_t next = pop_local();
+    enter(next, false);
+    s.act.grant = next;
+  } else {
+    release(by, s.act);  // every local waiter withdrew
+  }
+  return s;
+}
+
+}  // namespace tally::protocol

@@ -1,0 +1,163 @@
+// core/cohort.hpp — one node of the two-level (topology-aware) Suzuki–Kasami lock.
+//
+// Ranks are grouped into K nodes (machines). Between nodes, Suzuki–Kasami runs with
+// one SK participant per node: RN and the token's LN are indexed by node, REQUESTs
+// go to the other K-1 nodes, and the token's FIFO queue names, for each waiting
+// node, the rank that asked for it (the token goes straight to that rank). Inside a
+// node, ranks wait in a FIFO; the rank leaving the critical section grants it to the
+// next local waiter without any message, at most B times in a row while another
+// node is known to wait, then sends the token on (and re-requests if local waiters
+// remain). docs/design.md ("Two-level lock") states the invariants and why they hold.
+//
+// A cohort is the transition function over one node's state. The state is plain
+// data (cohort_layout) so that the runtime can keep it in a shared-memory window
+// that every rank of the node updates under a lock, and the checker in ordinary
+// memory; a cohort object is a view onto it plus the job's static shape. No MPI,
+// threads or clocks. Each event names the local rank that carries it out (`by`),
+// whose counters it updates; it returns at most one grant, one token send and one
+// broadcast, which the caller carries out in that order.
+//
+//   event            | effect
+//   -----------------+------------------------------------------------------------
+//   lock(i)          | node holds the token idle: i enters (0 msgs). Else i joins
+//                    | the local FIFO; if the node neither holds nor asked for the
+//                    | token: RN[node]++, BROADCAST(seq, requester i) (K-1 msgs)
+//   unlock(i)        | local waiter and (no remote waiter known, or passes < B):
+//                    | GRANT it (0 msgs). Else SK release: LN[node]=RN[node],
+//                    | append fresh nodes' requesters, SEND TOKEN to the head
+//                    | (1 msg); local waiters left: BROADCAST for them
+//   on_request(r,s)  | RN[node(r)] = max; a new maximum records r as requester.
+//                    | Idle holder and fresh: SEND TOKEN to r. Else note the waiter
+//   on_token(t)      | node was requesting: hold t; GRANT the local head, or (all
+//                    | withdrew) release as unlock does
+//   withdraw(i)      | i leaves the local FIFO; the node's request stands
+//   try_lock(i)      | enters only where lock(i) would enter at once
+//
+// "Fresh" node j: RN[j] == LN[j] + 1 (protocol::fresh). Misuse never changes state:
+// the call returns a non-ok status.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "core/protocol.hpp"
+
+namespace tally::protocol {
+
+// The static shape one node's cohort needs; the same on every rank of the node.
+struct cohort_shape {
+  std::int32_t nodes = 1;        // K >= 1
+  std::int32_t node = 0;         // this node, 0 <= node < K
+  std::int32_t locals = 1;       // R >= 1 ranks on this node
+  std::uint32_t pass_bound = 1;  // B >= 1: local passes in a row while others wait
+};
+
+// The scalar part of a node's state.
+struct cohort_header {
+  std::int32_t in_cs = -1;   // local index of the rank in the critical section, or -1
+  std::int32_t lq_head = 0;  // local FIFO: a ring over lq[0..R)
+  std::int32_t lq_len = 0;
+  std::int32_t tq_len = 0;   // the token's queue length (while held)
+  std::uint32_t passes = 0;  // local grants in a row while a remote waiter is known
+  std::uint8_t has_token = 0;
+  std::uint8_t requesting = 0;      // a REQUEST of this node is outstanding
+  std::uint8_t remote_waiting = 0;  // held token: some other node is known to wait
+  std::uint8_t pad = 0;
+};
+
+// Where each part of a node's state lives in one block of memory, for K nodes and
+// R local ranks. Every part is 8-byte aligned. The protocol state is
+// [0, protocol_bytes); the per-rank counters follow it, so that a checker can
+// compare states by their protocol bytes alone.
+struct cohort_layout {
+  std::size_t header = 0, rn = 0, requester = 0, ln = 0, tq = 0, lq = 0, waiting = 0,
+              scratch = 0, protocol_bytes = 0, counters = 0, bytes = 0;
+  static cohort_layout of(std::int32_t nodes, std::int32_t locals) noexcept;
+};
+
+// Pointers into one node's state (valid in the calling process).
+struct cohort_view {
+  cohort_header* h = nullptr;
+  seq_t* rn = nullptr;               // [K] highest request number seen per node
+  std::int32_t* requester = nullptr; // [K] global rank that asked for rn[j]
+  seq_t* ln = nullptr;               // [K] token: last served request per node
+  std::int32_t* tq = nullptr;        // [K] token: FIFO of requesters (global ranks)
+  std::int32_t* lq = nullptr;        // [R] local FIFO ring
+  std::uint8_t* waiting = nullptr;   // [R] 1 iff the local rank is in the local FIFO
+  std::uint8_t* scratch = nullptr;   // [K] all zero between calls
+  counters* ctr = nullptr;           // [R] per local rank
+
+  // The view of a block laid out by `layout` starting at `base` (8-byte aligned).
+  static cohort_view at(void* base, const cohort_layout& layout) noexcept;
+};
+
+struct cohort_action {
+  std::int32_t grant = -1;  // local rank that is now in the critical section: wake it
+  rank_t token_to{-1};      // send the token (LN, queue, payload) to this global rank
+  bool broadcast = false;   // send REQUEST(seq, requester) to the other K-1 nodes
+  seq_t seq{};
+  rank_t requester{-1};
+};
+
+struct cohort_step {
+  status st = status::ok;
+  cohort_action act{};
+  bool ok() const noexcept { return st == status::ok; }
+};
+
+class cohort {
+ public:
+  // node_of[r]: node of global rank r (size n); members[i]: global rank of local
+  // rank i (size R). Both are kept by reference and must outlive the cohort. Throws
+  // tally::error(errc::arg) on an inconsistent shape (K or R < 1, B < 1, node out of
+  // range, a member not on this node).
+  cohort(cohort_shape shape, cohort_view state, std::span<const std::int32_t> node_of,
+         std::span<const std::int32_t> members);
+  // The same without the checks, for a caller that made a cohort of this shape and
+  // maps before (the checker rebuilds views on every step).
+  struct trusted {};
+  cohort(cohort_shape shape, cohort_view state, std::span<const std::int32_t> node_of,
+         std::span<const std::int32_t> members, trusted) noexcept
+      : shape_(shape), v_(state), node_of_(node_of), members_(members) {}
+
+  // Writes the initial state: nothing requested, the token idle on `owner_node`.
+  void reset(std::int32_t owner_node) noexcept;
+
+  cohort_step lock(std::int32_t i);
+  cohort_step try_lock(std::int32_t i);
+  cohort_step withdraw(std::int32_t i);
+  cohort_step unlock(std::int32_t i);
+  // REQUEST(seq) for node(requester) arrived; `by` is the local rank receiving it.
+  cohort_step on_request(std::int32_t by, rank_t requester, seq_t s);
+  // The token arrived at local rank `by`.
+  cohort_step on_token(std::int32_t by, std::span<const seq_t> ln, std::span<const rank_t> queue);
+
+  const cohort_shape& shape() const noexcept { return shape_; }
+  const cohort_view& state() const noexcept { return v_; }
+  std::int32_t member(std::int32_t i) const noexcept { return members_[static_cast<std::size_t>(i)]; }
+  std::int32_t node_of(rank_t r) const noexcept { return node_of_[r.index()]; }
+  bool holds_token() const noexcept { return v_.h->has_token != 0; }
+  bool requesting() const noexcept { return v_.h->requesting != 0; }
+  std::int32_t in_cs() const noexcept { return v_.h->in_cs; }
+  bool is_waiting(std::int32_t i) const noexcept { return v_.waiting[static_cast<std::size_t>(i)] != 0; }
+  // True iff some other node is known to wait, recomputed from RN, LN and the queue
+  // (the header's remote_waiting caches it while the token is held).
+  bool remote_waiter_known() const noexcept;
+  const counters& counters_of(std::int32_t i) const noexcept { return v_.ctr[static_cast<std::size_t>(i)]; }
+
+ private:
+  bool local(std::int32_t i) const noexcept { return i >= 0 && i < shape_.locals; }
+  void enter(std::int32_t i, bool handoff) noexcept;
+  std::int32_t pop_local() noexcept;
+  void request(std::int32_t by, cohort_action& act) noexcept;
+  // The token is held and no rank is in the CS: SK release over nodes.
+  void release(std::int32_t by, cohort_action& act) noexcept;
+
+  cohort_shape shape_;
+  cohort_view v_;
+  std::span<const std::int32_t> node_of_;
+  std::span<const std::int32_t> members_;
+};
+
+}  // namespace tally::protocol

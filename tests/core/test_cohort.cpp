@@ -1,0 +1,235 @@
+// Unit tests of one node of the two-level lock (protocol::cohort): every row of the
+// table in cohort.hpp, the pass bound, withdraw/try_lock and every misuse status.
+// Two nodes of two ranks (global ranks 0,1 on node 0 and 2,3 on node 1) unless a
+// test says otherwise.
+#include "core/cohort.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace {
+
+using namespace tally::protocol;
+
+// One node's state in ordinary memory.
+struct node_fixture {
+  std::vector<std::int32_t> node_of, members;
+  cohort_layout layout;
+  std::vector<std::uint64_t> mem;
+  cohort c;
+
+  node_fixture(std::vector<std::int32_t> node_of_, std::int32_t node, std::uint32_t bound, std::int32_t owner)
+      : node_of(std::move(node_of_)), layout(cohort_layout::of(count(node_of, -1), count(node_of, node))),
+        mem(layout.bytes / 8), c(make(node, bound)) {
+    c.reset(owner);
+  }
+  static std::int32_t count(const std::vector<std::int32_t>& v, std::int32_t node) {
+    std::int32_t k = 0, top = 0;
+    for (std::int32_t x : v) {
+      k += x == node;
+      top = std::max(top, x + 1);
+    }
+    return node < 0 ? top : k;
+  }
+  cohort make(std::int32_t node, std::uint32_t bound) {
+    for (std::int32_t r = 0; r < static_cast<std::int32_t>(node_of.size()); ++r)
+      if (node_of[static_cast<std::size_t>(r)] == node) members.push_back(r);
+    return cohort({count(node_of, -1), node, static_cast<std::int32_t>(members.size()), bound},
+                  cohort_view::at(mem.data(), layout), node_of, members);
+  }
+};
+
+const std::vector<std::int32_t> two_by_two{0, 0, 1, 1};
+
+TEST(Cohort, ConstructionRejectsBadShapes) {
+  std::vector<std::uint64_t> mem(cohort_layout::of(2, 2).bytes / 8);
+  const cohort_view v = cohort_view::at(mem.data(), cohort_layout::of(2, 2));
+  const std::vector<std::int32_t> members{0, 1};
+  EXPECT_THROW(cohort({2, 0, 2, 0}, v, two_by_two, members), tally::error);  // B = 0
+  EXPECT_THROW(cohort({2, 2, 2, 1}, v, two_by_two, members), tally::error);  // node out of range
+  EXPECT_THROW(cohort({0, 0, 2, 1}, v, two_by_two, members), tally::error);  // no nodes
+  const std::vector<std::int32_t> wrong{0, 2};
+  EXPECT_THROW(cohort({2, 0, 2, 1}, v, two_by_two, wrong), tally::error);  // rank 2 is on node 1
+  try {
+    cohort({2, 0, 2, 0}, v, two_by_two, members);
+  } catch (const tally::error& e) {
+    EXPECT_EQ(e.code(), tally::errc::arg);
+    EXPECT_NE(std::string(e.what()).find("pass bound"), std::string::npos);
+  }
+}
+
+TEST(Cohort, IdleHolderNodeEntersWithoutMessages) {
+  node_fixture n(two_by_two, 0, 1, 0);
+  for (std::int32_t i : {0, 1, 0}) {
+    const cohort_step s = n.c.lock(i);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s.act.grant, -1);
+    EXPECT_FALSE(s.act.broadcast);
+    EXPECT_EQ(s.act.token_to, rank_t(-1));
+    EXPECT_EQ(n.c.in_cs(), i);
+    ASSERT_TRUE(n.c.unlock(i).ok());
+  }
+  EXPECT_EQ(n.c.counters_of(0).acquisitions, 2u);
+  EXPECT_EQ(n.c.counters_of(0).local_acquisitions, 2u);
+  EXPECT_EQ(n.c.state().rn[0], seq_t(0));  // no new sequence number
+}
+
+TEST(Cohort, FirstWaiterBroadcastsOnceForTheNode) {
+  node_fixture n(two_by_two, 1, 1, 0);  // node 1 (ranks 2, 3) without the token
+  cohort_step s = n.c.lock(1);          // global rank 3
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s.act.broadcast);
+  EXPECT_EQ(s.act.seq, seq_t(1));
+  EXPECT_EQ(s.act.requester, rank_t(3));
+  EXPECT_TRUE(n.c.requesting());
+  s = n.c.lock(0);  // a second local waiter joins the FIFO; no second broadcast
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE(s.act.broadcast);
+  EXPECT_EQ(n.c.counters_of(1).requests_sent, 1u);  // K - 1
+  EXPECT_EQ(n.c.counters_of(1).broadcasts, 1u);
+  EXPECT_EQ(n.c.counters_of(0).broadcasts, 0u);
+  EXPECT_EQ(n.c.lock(1).st, status::already_requesting);
+}
+
+TEST(Cohort, TokenGrantsTheLocalHead) {
+  node_fixture n(two_by_two, 1, 1, 0);
+  ASSERT_TRUE(n.c.lock(1).ok());
+  ASSERT_TRUE(n.c.lock(0).ok());
+  const std::vector<seq_t> ln(2);
+  const cohort_step s = n.c.on_token(1, ln, {});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.act.grant, 1);  // FIFO: rank 3 asked first
+  EXPECT_EQ(n.c.in_cs(), 1);
+  EXPECT_EQ(n.c.counters_of(1).tokens_received, 1u);
+  // Nobody else waits: the second local rank gets it by a local handoff.
+  const cohort_step u = n.c.unlock(1);
+  EXPECT_EQ(u.act.grant, 0);
+  EXPECT_EQ(u.act.token_to, rank_t(-1));
+  EXPECT_EQ(n.c.counters_of(1).local_handoffs_sent, 1u);
+  EXPECT_EQ(n.c.counters_of(0).local_handoffs_received, 1u);
+  EXPECT_EQ(n.c.counters_of(0).local_acquisitions, 1u);
+  ASSERT_TRUE(n.c.unlock(0).ok());
+  EXPECT_TRUE(n.c.holds_token());  // idle holder now
+  EXPECT_EQ(n.c.state().ln[1], seq_t(1));
+}
+
+TEST(Cohort, IdleHolderSendsTokenToTheRequester) {
+  node_fixture n(two_by_two, 0, 1, 0);
+  const cohort_step s = n.c.on_request(0, rank_t(3), seq_t(1));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.act.token_to, rank_t(3));  // straight to the asking rank, not node 1's rank 0
+  EXPECT_FALSE(n.c.holds_token());
+  EXPECT_EQ(n.c.counters_of(0).requests_received, 1u);
+  EXPECT_EQ(n.c.counters_of(0).tokens_sent, 1u);
+  // A stale or repeated REQUEST changes nothing.
+  EXPECT_FALSE(n.c.on_request(0, rank_t(2), seq_t(1)).act.broadcast);
+  EXPECT_EQ(n.c.state().requester[1], 3);
+}
+
+TEST(Cohort, PassBoundSendsTheTokenAwayAndAsksAgain) {
+  for (std::uint32_t bound : {1u, 2u}) {
+    node_fixture n({0, 0, 0, 1}, 0, bound, 0);  // node 0: ranks 0,1,2; node 1: rank 3
+    ASSERT_TRUE(n.c.lock(0).ok());
+    ASSERT_TRUE(n.c.lock(1).ok());
+    ASSERT_TRUE(n.c.lock(2).ok());
+    ASSERT_TRUE(n.c.on_request(0, rank_t(3), seq_t(1)).ok());  // deferred: rank 0 in CS
+    EXPECT_TRUE(n.c.remote_waiter_known());
+    std::int32_t at = 0;
+    for (std::uint32_t p = 0; p < bound; ++p) {  // B local passes while node 1 waits
+      const cohort_step s = n.c.unlock(at);
+      ASSERT_EQ(s.act.grant, at + 1) << "B=" << bound;
+      at = s.act.grant;
+    }
+    const cohort_step s = n.c.unlock(at);  // the bound: the token goes to rank 3
+    EXPECT_EQ(s.act.grant, -1);
+    EXPECT_EQ(s.act.token_to, rank_t(3));
+    const bool left = bound < 2;  // with B = 1, rank 2 still waits locally
+    EXPECT_EQ(s.act.broadcast, left);
+    if (left) {
+      EXPECT_EQ(s.act.requester, rank_t(2));  // the token must come back to the local head
+      EXPECT_EQ(s.act.seq, seq_t(1));
+      EXPECT_EQ(n.c.counters_of(at).bound_releases, 1u);
+    }
+  }
+}
+
+TEST(Cohort, WithoutRemoteWaitersLocalPassesAreUnbounded) {
+  node_fixture n({0, 0, 1}, 0, 1, 0);
+  ASSERT_TRUE(n.c.lock(0).ok());
+  for (int round = 0; round < 5; ++round) {
+    ASSERT_TRUE(n.c.lock(1 - round % 2).ok());
+    const cohort_step s = n.c.unlock(round % 2);
+    ASSERT_EQ(s.act.grant, 1 - round % 2);
+  }
+  EXPECT_TRUE(n.c.holds_token());
+}
+
+TEST(Cohort, WithdrawKeepsOrderAndTheNodeRequest) {
+  node_fixture n({0, 1, 1, 1}, 1, 1, 0);  // node 1: ranks 1,2,3 (locals 0,1,2)
+  ASSERT_TRUE(n.c.lock(0).ok());
+  ASSERT_TRUE(n.c.lock(1).ok());
+  ASSERT_TRUE(n.c.lock(2).ok());
+  ASSERT_TRUE(n.c.withdraw(1).ok());
+  EXPECT_EQ(n.c.withdraw(1).st, status::not_requesting);
+  ASSERT_TRUE(n.c.withdraw(0).ok());  // the requester gives up; the request stands
+  EXPECT_TRUE(n.c.requesting());
+  const std::vector<seq_t> ln(2);
+  const cohort_step s = n.c.on_token(0, ln, {});  // received by the withdrawn requester
+  EXPECT_EQ(s.act.grant, 2);
+}
+
+TEST(Cohort, TokenForAllWithdrawnNodeMovesOnOrStays) {
+  node_fixture n({0, 1, 2}, 1, 1, 0);  // three nodes of one rank; this is node 1
+  ASSERT_TRUE(n.c.lock(0).ok());
+  ASSERT_TRUE(n.c.withdraw(0).ok());
+  ASSERT_TRUE(n.c.on_request(0, rank_t(2), seq_t(1)).ok());
+  const std::vector<seq_t> ln(3);
+  const cohort_step s = n.c.on_token(0, ln, {});
+  EXPECT_EQ(s.act.token_to, rank_t(2));  // node 2 is fresh: it gets the token
+  EXPECT_EQ(n.c.state().ln[1], seq_t(1));  // node 1's request counts as served
+}
+
+TEST(Cohort, TryLockEntersOnlyAtAnIdleHolderNode) {
+  node_fixture n(two_by_two, 0, 1, 0), m(two_by_two, 1, 1, 0);
+  EXPECT_EQ(m.c.try_lock(0).st, status::would_block);
+  EXPECT_FALSE(m.c.requesting());
+  ASSERT_TRUE(n.c.try_lock(0).ok());
+  EXPECT_EQ(n.c.try_lock(1).st, status::would_block);  // busy node
+  EXPECT_EQ(n.c.try_lock(0).st, status::already_in_cs);
+}
+
+TEST(Cohort, MisuseChangesNothing) {
+  node_fixture n(two_by_two, 0, 1, 0);
+  EXPECT_EQ(n.c.unlock(0).st, status::not_in_cs);
+  EXPECT_EQ(n.c.lock(2).st, status::bad_rank);
+  EXPECT_EQ(n.c.on_request(0, rank_t(1), seq_t(1)).st, status::self_request);
+  EXPECT_EQ(n.c.on_request(0, rank_t(9), seq_t(1)).st, status::bad_rank);
+  const std::vector<seq_t> ln(2);
+  EXPECT_EQ(n.c.on_token(0, ln, {}).st, status::not_requesting);
+  node_fixture m(two_by_two, 1, 1, 0);
+  ASSERT_TRUE(m.c.lock(0).ok());
+  const std::vector<seq_t> short_ln(1);
+  const std::vector<rank_t> self_q{rank_t(3)}, dup_q{rank_t(0), rank_t(1)};
+  EXPECT_EQ(m.c.on_token(0, short_ln, {}).st, status::bad_token);
+  EXPECT_EQ(m.c.on_token(0, ln, self_q).st, status::bad_token);  // this node queued
+  EXPECT_EQ(m.c.on_token(0, ln, dup_q).st, status::bad_token);   // too long, node 0 twice
+  EXPECT_TRUE(m.c.requesting());
+  EXPECT_EQ(m.c.counters_of(0).tokens_received, 0u);
+  EXPECT_TRUE(m.c.on_token(0, ln, {}).ok());
+}
+
+TEST(Cohort, OneNodeIsAPurelyLocalLock) {
+  node_fixture n({0, 0, 0}, 0, 1, 0);
+  ASSERT_TRUE(n.c.lock(2).ok());
+  ASSERT_TRUE(n.c.lock(0).ok());
+  ASSERT_TRUE(n.c.lock(1).ok());
+  EXPECT_EQ(n.c.unlock(2).act.grant, 0);
+  EXPECT_EQ(n.c.unlock(0).act.grant, 1);
+  const cohort_step s = n.c.unlock(1);
+  EXPECT_EQ(s.act.token_to, rank_t(-1));
+  EXPECT_FALSE(s.act.broadcast);
+  for (std::int32_t i = 0; i < 3; ++i) EXPECT_EQ(n.c.counters_of(i).requests_sent, 0u);
+}
+
+}  // namespace

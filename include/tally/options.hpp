@@ -42,8 +42,25 @@ struct poll_policy {
   std::chrono::microseconds idle_drain{10'000};
 };
 
+// How the ranks of the mutex's communicator are organized (docs/design.md,
+// "Two-level lock").
+enum class topology {
+  flat,       // one Suzuki–Kasami participant per rank: every remote entry costs n-1
+              // REQUESTs and the token (12n + 4 bytes)
+  node,       // two levels: the ranks of a node (MPI_COMM_TYPE_SHARED) queue in shared
+              // memory and pass the lock with no message; Suzuki–Kasami runs between
+              // nodes (K-1 REQUESTs, a token of 12K + 4 bytes for K nodes)
+  automatic,  // the environment variable TALLY_TOPOLOGY (flat, node or auto) if set;
+              // else node where some node holds two or more of the ranks, else flat
+};
+
 struct options {
   int initial_owner = 0;  // rank that holds the token at creation
+  enum topology topology = topology::automatic;
+  // topology::node: how many times in a row a node may pass the lock between its
+  // own ranks while another node waits for it (>= 1). Larger: more cheap local
+  // handoffs per token move; smaller: a shorter bound on a remote node's wait.
+  unsigned pass_bound = 16;
   progress_mode progress = progress_mode::automatic;
   poll_policy polling{};
   // Bytes of application state that travel inside the token (see mutex::payload()).
@@ -59,6 +76,9 @@ struct options {
 
 // Upper bound on options::payload_bytes (1 MiB): the token moves on every handoff.
 inline constexpr std::size_t max_payload_bytes = TALLY_MAX_PAYLOAD_BYTES;
+
+// Upper bound on options::pass_bound.
+inline constexpr unsigned max_pass_bound = 1u << 20;
 
 // Per-rank counters since creation: the C API's tally_stats (tally/common.h).
 using stats = ::tally_stats;

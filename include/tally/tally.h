@@ -44,6 +44,16 @@ typedef enum {
   TALLY_POLL_ADAPTIVE = 3
 } tally_poll;
 
+/* How the ranks are organized (see tally::topology): one Suzuki-Kasami participant
+ * per rank; two levels (shared memory inside a node, Suzuki-Kasami between nodes);
+ * or AUTO, the default: $TALLY_TOPOLOGY (flat, node or auto) if set, else NODE where
+ * some node holds two or more ranks, else FLAT. */
+typedef enum {
+  TALLY_TOPOLOGY_FLAT = 0,
+  TALLY_TOPOLOGY_NODE = 1,
+  TALLY_TOPOLOGY_AUTO = 2
+} tally_topology;
+
 typedef struct {
   int initial_owner;          /* rank holding the token at creation; default 0 */
   tally_progress progress;    /* default TALLY_PROGRESS_AUTO */
@@ -52,6 +62,9 @@ typedef struct {
   const char *name;           /* name in diagnostics (copied); NULL: "mutex #k" */
   double wait_warning_s;      /* diagnostic after this long waiting; 0 off; < 0 (the
                                  default): $TALLY_WAIT_WARNING, else 30 s */
+  tally_topology topology;    /* default TALLY_TOPOLOGY_AUTO */
+  unsigned pass_bound;        /* NODE: local passes in a row while another node
+                                 waits, >= 1; default 16 */
 } tally_options;
 
 /* Sets *opts to the defaults: owner 0, automatic progress, adaptive polling up to

@@ -152,6 +152,7 @@ cohort_step cohort::lock(std::int32_t i) {
   if (h.has_token && h.in_cs < 0) {  // idle holder: its local FIFO is empty
     enter(i, false);
     ++v_.ctr[static_cast<std::size_t>(i)].local_acquisitions;
+    s.act.grant = i;
     return s;
   }
   v_.lq[(h.lq_head + h.lq_len) % shape_.locals] = i;

@@ -19,7 +19,7 @@
 //
 //   event            | effect
 //   -----------------+------------------------------------------------------------
-//   lock(i)          | node holds the token idle: i enters (0 msgs). Else i joins
+//   lock(i)          | node holds the token idle: i enters, GRANT i (0 msgs). Else i joins
 //                    | the local FIFO; if the node neither holds nor asked for the
 //                    | token: RN[node]++, BROADCAST(seq, requester i) (K-1 msgs)
 //   unlock(i)        | local waiter and (no remote waiter known, or passes < B):
@@ -93,7 +93,8 @@ struct cohort_view {
 };
 
 struct cohort_action {
-  std::int32_t grant = -1;  // local rank that is now in the critical section: wake it
+  std::int32_t grant = -1;  // local rank that entered the critical section (the caller
+                            // itself, or a waiter to wake)
   rank_t token_to{-1};      // send the token (LN, queue, payload) to this global rank
   bool broadcast = false;   // send REQUEST(seq, requester) to the other K-1 nodes
   seq_t seq{};

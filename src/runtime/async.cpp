@@ -76,8 +76,9 @@ std::shared_ptr<acquisition> engine::lock_async() {
 
 void engine::async_start_locked() {
   slot_.take();
+  bool entered = false;
   try {
-    execute(peer_.lock(), "lock_async");
+    entered = start_locked("lock_async");
   } catch (...) {
     slot_.release();
     async_->st = state::cancelled;
@@ -86,13 +87,13 @@ void engine::async_start_locked() {
     throw;
   }
   async_->st = state::pending;
-  if (peer_.mode() == protocol::mode::in_cs) async_acquired_locked();  // an idle holder
+  if (entered) async_acquired_locked();  // an idle holder
 }
 
 void engine::async_acquired_locked() {
   acquisition& a = *async_;
   slot_.enter(a.owner);
-  a.entry = peer_.counters().acquisitions;
+  a.entry = acquisitions_locked();
   a.st = state::acquired;
   complete_greq_locked(a);
   async_.reset();
@@ -136,7 +137,11 @@ bool engine::async_cancel(acquisition& a) {
     case state::acquired: a.observed = true; return false;
     case state::waiting_slot: break;
     case state::pending:
-      execute(peer_.withdraw(), "lock_request::cancel");
+      if (!withdraw_locked("lock_request::cancel")) {  // granted meanwhile
+        async_acquired_locked();
+        a.observed = true;
+        return false;
+      }
       release_slot_locked();  // async_ is still this one: nothing restarts
       break;
   }
@@ -160,7 +165,7 @@ void engine::async_abandon(acquisition& a) noexcept {
     if (!live_ || a.observed) return;
     if (a.st == state::acquired) {
       // Acquired but nobody learned of it: release the critical section it holds.
-      if (!slot_.owned_by(a.owner) || peer_.counters().acquisitions != a.entry) return;
+      if (!slot_.owned_by(a.owner) || acquisitions_locked() != a.entry) return;
       lk.unlock();
       if (a.owner == std::this_thread::get_id()) {
         unlock();

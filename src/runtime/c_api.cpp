@@ -114,6 +114,8 @@ tally::options to_options(const tally_options* o) {
   opts.progress = static_cast<tally::progress_mode>(enum_value(o->progress));
   opts.polling.how = static_cast<tally::poll_policy::strategy>(enum_value(o->poll));
   opts.polling.interval = std::chrono::microseconds(o->poll_interval_us);
+  opts.topology = static_cast<tally::topology>(enum_value(o->topology));
+  opts.pass_bound = o->pass_bound;
   if (o->name) opts.name = o->name;
   if (o->wait_warning_s >= 0 && o->wait_warning_s < 1e9)
     opts.wait_warning = std::chrono::milliseconds(static_cast<long long>(o->wait_warning_s * 1000 + 0.5));
@@ -124,6 +126,9 @@ tally::options to_options(const tally_options* o) {
 static_assert(static_cast<int>(tally::progress_mode::in_calls) == TALLY_PROGRESS_INLINE &&
               static_cast<int>(tally::progress_mode::thread) == TALLY_PROGRESS_THREAD &&
               static_cast<int>(tally::progress_mode::automatic) == TALLY_PROGRESS_AUTO);
+static_assert(static_cast<int>(tally::topology::flat) == TALLY_TOPOLOGY_FLAT &&
+              static_cast<int>(tally::topology::node) == TALLY_TOPOLOGY_NODE &&
+              static_cast<int>(tally::topology::automatic) == TALLY_TOPOLOGY_AUTO);
 static_assert(static_cast<int>(tally::poll_policy::strategy::spin) == TALLY_POLL_SPIN &&
               static_cast<int>(tally::poll_policy::strategy::backoff) == TALLY_POLL_BACKOFF &&
               static_cast<int>(tally::poll_policy::strategy::sleep) == TALLY_POLL_SLEEP &&
@@ -151,6 +156,8 @@ void tally_options_init(tally_options* opts) {
   opts->poll_interval_us = static_cast<unsigned>(d.polling.interval.count());
   opts->name = nullptr;
   opts->wait_warning_s = -1.0;
+  opts->topology = static_cast<tally_topology>(d.topology);
+  opts->pass_bound = d.pass_bound;
 }
 
 int tally_mutex_create_payload(MPI_Comm comm, const tally_options* opts, size_t bytes,

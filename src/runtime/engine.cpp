@@ -19,6 +19,10 @@ constexpr std::uint32_t release_every = 16;
 // Threads waiting for the slot in inline mode wake this often to keep the
 // process's other mutexes answering.
 constexpr auto slot_wait_slice = std::chrono::microseconds(200);
+// Node topology: a waiting rank looks at its grant flag this many times per MPI
+// poll, and yields between looks after this many.
+constexpr std::uint32_t node_poll_every = 8;
+constexpr std::uint32_t node_spins_before_yield = 4096;
 
 [[noreturn]] void fail(errc code, const std::string& what) { throw error(code, "tally: " + what); }
 
@@ -30,7 +34,7 @@ void engine::execute(const protocol::step& s, const char* event) {
   if (!s.ok()) fail(protocol::to_errc(s.st), std::string(event) + ": " + protocol::describe(s.st));
   switch (s.act.what) {
     case protocol::action::kind::none: return;
-    case protocol::action::kind::broadcast_request: transport_.broadcast(s.act.seq); return;
+    case protocol::action::kind::broadcast_request: transport_.broadcast(s.act.seq, peer_.self()); return;
     case protocol::action::kind::send_token: send_token(s.act.to); return;
   }
 }
@@ -42,6 +46,7 @@ void engine::send_token(protocol::rank_t to) {
 }
 
 bool engine::progress_locked(bool repost) {
+  if (node_) return node_progress_locked(repost);
   const transport::arrivals a = transport_.test();
   // REQUESTs before the token: either order is a valid execution (channels are
   // unordered), and this one lets a just-arrived token be routed at once.
@@ -64,8 +69,88 @@ bool engine::progress_locked(bool repost) {
 }
 
 bool engine::attention_locked() const noexcept {
-  return (peer_.holds_token() && peer_.mode() == protocol::mode::idle) || peer_.withdrawn() ||
-         async_ != nullptr || transport_.sends_active();
+  if (async_ != nullptr || transport_.sends_active()) return true;
+  if (node_) return node_attention_locked();
+  return (peer_.holds_token() && peer_.mode() == protocol::mode::idle) || peer_.withdrawn();
+}
+
+// --- the acquisition, flat or node ----------------------------------------------------
+
+bool engine::start_locked(const char* call) {
+  if (node_) {
+    const std::int32_t me = node_->local();
+    node_event([me](protocol::cohort& c) { return c.lock(me); }, call);
+    return entered_locked();
+  }
+  execute(peer_.lock(), call);
+  return peer_.mode() == protocol::mode::in_cs;
+}
+
+bool engine::entered_locked() {
+  if (!node_) return peer_.mode() == protocol::mode::in_cs;
+  if (!node_in_cs_ && node_->take_grant()) node_in_cs_ = true;
+  return node_in_cs_;
+}
+
+bool engine::withdraw_locked(const char* call) {
+  if (!node_) {
+    execute(peer_.withdraw(), call);
+    return true;
+  }
+  const std::int32_t me = node_->local();
+  const protocol::cohort_step s =
+      node_event([me](protocol::cohort& c) { return c.withdraw(me); }, call, protocol::status::already_in_cs);
+  if (s.ok()) return true;
+  // Granted meanwhile: the grant flag was set under the spinlock, so it is visible.
+  (void)entered_locked();
+  return false;
+}
+
+bool engine::try_enter_locked(const char* call) {
+  if (!node_) {
+    const protocol::step s = peer_.try_lock();
+    if (s.st == protocol::status::would_block) return false;
+    execute(s, call);
+    return true;
+  }
+  const std::int32_t me = node_->local();
+  const protocol::cohort_step s =
+      node_event([me](protocol::cohort& c) { return c.try_lock(me); }, call, protocol::status::would_block);
+  return s.ok() && entered_locked();  // its own grant flag was set
+}
+
+void engine::leave_locked(const char* call) {
+  if (!node_) {
+    execute(peer_.unlock(), call);
+    return;
+  }
+  const std::int32_t me = node_->local();
+  node_in_cs_ = false;
+  node_event([me](protocol::cohort& c) { return c.unlock(me); }, call);
+}
+
+void engine::abandon_locked() noexcept {
+  if (!live_) return;
+  try {
+    if (!node_) {
+      if (peer_.mode() == protocol::mode::requesting && !peer_.withdrawn()) peer_.withdraw();
+      return;
+    }
+    if (!node_in_cs_ && !withdraw_locked("lock")) leave_locked("lock");
+  } catch (...) {  // not waiting: nothing to undo
+  }
+}
+
+std::uint64_t engine::acquisitions_locked() const {
+  if (!node_) return peer_.counters().acquisitions;
+  node_->lock();
+  const std::uint64_t n = node_->cohort().counters_of(node_->local()).acquisitions;
+  node_->unlock();
+  return n;
+}
+
+std::span<std::byte> engine::payload_locked() noexcept {
+  return node_ ? node_->payload() : std::span<std::byte>(payload_);
 }
 
 // --- locking -----------------------------------------------------------------------
@@ -84,10 +169,15 @@ bool engine::wait_locked(std::unique_lock<std::mutex>& lk, std::optional<clock::
                          const char* call, const acquisition* a) {
   const clock::time_point start = clock::now();
   bool warned = wait_warning_ == clock::duration::zero();
-  auto done = [&] {
-    return a ? a->st == acquisition::state::acquired : peer_.mode() == protocol::mode::in_cs;
-  };
+  auto done = [&] { return a ? a->st == acquisition::state::acquired : entered_locked(); };
   for (std::uint32_t spin = 1; !done(); ++spin) {
+    // Node topology: a local handoff is a flag in shared memory, so look at it
+    // between MPI polls; past a few thousand spins, give the core away (more ranks
+    // than cores: the holder may need it).
+    if (node_ && spin % node_poll_every != 0) {
+      if (spin > node_spins_before_yield) std::this_thread::yield();
+      continue;
+    }
     progress_locked();
     if (done()) break;
     if (deadline && clock::now() >= *deadline) return false;
@@ -135,15 +225,14 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
   }
   slot_.take();
   try {
-    execute(peer_.lock(), "lock");
-    if (!wait_locked(lk, deadline, "lock", nullptr)) {
-      execute(peer_.withdraw(), "lock timeout");
+    if (!start_locked("lock") && !wait_locked(lk, deadline, "lock", nullptr) &&
+        withdraw_locked("lock timeout")) {
       release_slot_locked();
       progress_.nudge();  // a withdrawn request needs an answer later
       return false;
     }
   } catch (...) {
-    if (live_ && peer_.mode() == protocol::mode::requesting && !peer_.withdrawn()) peer_.withdraw();
+    abandon_locked();
     release_slot_locked();
     throw;
   }
@@ -160,14 +249,12 @@ bool engine::try_lock() {
   if (async_ && async_->owner == me)
     fail(errc::deadlock, "try_lock: calling thread has an asynchronous acquisition of this mutex outstanding");
   if (slot_.taken()) return false;
-  const protocol::step s = peer_.try_lock();
-  if (s.st == protocol::status::would_block) {
+  if (!try_enter_locked("try_lock")) {
     // Not an idle holder: one progress step, so that a spinning try_lock still
     // routes a withdrawn request's token and keeps RN current. It cannot enter.
     progress_locked();
     return false;
   }
-  execute(s, "try_lock");
   slot_.take();
   slot_.enter(me);
   return true;
@@ -181,12 +268,13 @@ void engine::unlock() {
     fail(errc::not_owner, "unlock: calling thread does not hold the critical section");
   // Learn of waiting ranks first, so that the token leaves with this unlock (see
   // runtime/pacing.hpp). REQUEST receives are posted again after the token left.
-  if (pacing_.due(peer_.waiter_known())) {
+  // (Node topology: the node's leader receives REQUESTs; its own polls do this.)
+  if (!node_ && pacing_.due(peer_.waiter_known())) {
     const std::uint64_t t0 = ticks();
     pacing_.polled(t0, progress_locked(false));
   }
   try {
-    execute(peer_.unlock(), "unlock");
+    leave_locked("unlock");
   } catch (...) {
     transport_.repost_requests();
     throw;
@@ -234,20 +322,29 @@ std::uint64_t engine::payload_entry() const {
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()))
     fail(errc::not_owner, "payload: calling thread does not hold the critical section");
-  return peer_.counters().acquisitions;
+  return acquisitions_locked();
 }
 
 std::span<std::byte> engine::payload(std::uint64_t entry) {
   std::lock_guard lk(mu_);
   require_live();
-  if (!slot_.owned_by(std::this_thread::get_id()) || peer_.counters().acquisitions != entry)
+  if (!slot_.owned_by(std::this_thread::get_id()) || acquisitions_locked() != entry)
     fail(errc::not_owner, "payload: view used outside the critical section it was taken in");
-  return payload_;
+  return payload_locked();
 }
 
 tally::stats engine::stats() const {
   std::lock_guard lk(mu_);
-  return peer_.counters();
+  return stats_locked();
+}
+
+tally::stats engine::stats_locked() const {
+  if (!node_) return peer_.counters();
+  if (!node_->is_open()) return node_final_;
+  node_->lock();
+  const tally::stats s = node_->cohort().counters_of(node_->local());
+  node_->unlock();
+  return s;
 }
 
 }  // namespace tally::detail

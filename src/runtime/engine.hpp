@@ -1,11 +1,14 @@
 // runtime/engine.hpp — the MPI runtime behind tally::mutex (one engine per mutex).
 //
-// Contract. The engine carries the protocol core (protocol::peer) over MPI: every
-// event goes to the peer, and the engine carries out the one action the peer
-// returns, through its transport. It decides nothing about the protocol. Its jobs
+// Contract. The engine carries the protocol core over MPI: one protocol::peer per
+// rank (topology::flat), or the node's protocol::cohort in shared memory
+// (topology::node). Every event goes to the core, and the engine carries out the
+// actions it returns, through its transport. It decides nothing about the protocol. Its jobs
 // live in separate files:
 //   runtime/lifecycle.cpp        creation (validation and agreement), teardown
 //   runtime/engine.cpp           lock, try_lock, unlock, poll, payload, stats
+//   runtime/node_engine.cpp      the same events for topology::node (protocol::cohort
+//                                in shared memory, runtime/node_level.hpp)
 //   runtime/async.cpp            lock_async: acquisitions, MPI generalized requests
 //   runtime/watchdog.cpp         the wait warning
 //   runtime/transport.hpp        communicator, datatype, posted receives, sends
@@ -33,6 +36,7 @@
 
 #include "core/protocol.hpp"
 #include "runtime/acquisition.hpp"
+#include "runtime/node_level.hpp"
 #include "runtime/pacing.hpp"
 #include "runtime/progress_thread.hpp"
 #include "runtime/slot.hpp"
@@ -72,7 +76,7 @@ class engine : public std::enable_shared_from_this<engine> {
   // The payload, if the calling thread is still in critical-section entry `entry`;
   // else throws errc::not_owner.
   std::span<std::byte> payload(std::uint64_t entry);
-  std::size_t payload_size() const noexcept { return payload_.size(); }
+  std::size_t payload_size() const noexcept { return opts_.payload_bytes; }
   // Collective teardown (see tally::mutex::free). `at_finalize` only changes the
   // wording of diagnostics.
   void free(bool at_finalize = false);
@@ -118,6 +122,34 @@ class engine : public std::enable_shared_from_this<engine> {
   void wait_progressing(MPI_Request& req, const char* what, bool own);
   // Carries out the action of a protocol step (sends). mu_ held.
   void execute(const protocol::step& s, const char* event);
+
+  // -- the acquisition, whichever the topology (mu_ held)
+  // Starts one: true if this rank entered at once.
+  bool start_locked(const char* call);
+  // True iff this rank has entered (node topology: its grant arrived).
+  bool entered_locked();
+  // Gives up waiting: true if withdrawn, false if it had entered meanwhile.
+  bool withdraw_locked(const char* call);
+  // Enters only if that needs no message; never sends.
+  bool try_enter_locked(const char* call);
+  void leave_locked(const char* call);
+  std::uint64_t acquisitions_locked() const;
+  tally::stats stats_locked() const;
+  // An exception interrupted an acquisition: withdraw it, or leave the critical
+  // section if it had been entered. Never throws.
+  void abandon_locked() noexcept;
+  std::span<std::byte> payload_locked() noexcept;
+
+  // -- topology::node (runtime/node_engine.cpp; mu_ held)
+  // Runs one cohort event under the node's spinlock: grants and the token packed
+  // there, sends after it. A non-ok status throws unless it is `allowed`.
+  template <class Event>
+  protocol::cohort_step node_event(Event&& e, const char* what,
+                                   protocol::status allowed = protocol::status::ok);
+  bool node_progress_locked(bool repost);
+  bool node_attention_locked() const noexcept;
+  // Teardown's drain: every REQUEST for this node received, no node request left.
+  void node_drain_locked(std::uint64_t total_broadcasts);
   // Tests posted receives and outstanding sends once; hands what arrived to the
   // peer. Returns true if any message arrived. mu_ held. With repost false, the
   // REQUEST receives that completed stay unposted until transport_.repost_requests().
@@ -146,7 +178,37 @@ class engine : public std::enable_shared_from_this<engine> {
   std::shared_ptr<acquisition> async_;  // the outstanding acquisition (waiting_slot or pending)
   bool async_cancelled_at_free_ = false;
 
+  // -- topology::node only (null otherwise)
+  std::unique_ptr<node_level> node_;
+  bool node_in_cs_ = false;       // this rank took its grant and has not left
+  tally::stats node_final_{};     // its counters, kept when the window is freed
+
   progress_thread progress_;
 };
+
+// Defined here: engine.cpp and node_engine.cpp instantiate it with their lambdas.
+template <class Event>
+protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::status allowed) {
+  protocol::cohort& c = node_->cohort();
+  node_->lock();
+  const protocol::cohort_step s = e(c);
+  if (s.ok()) {
+    if (s.act.grant >= 0) node_->grant(s.act.grant);
+    if (s.act.token_to.value() >= 0) {
+      const protocol::cohort_view& v = c.state();
+      transport_.wire().pack(std::span<const protocol::seq_t>(v.ln, static_cast<std::size_t>(node_->nodes())),
+                             std::span<const std::int32_t>(v.tq, static_cast<std::size_t>(v.h->tq_len)),
+                             node_->payload(), transport_.stage_token());
+    }
+  }
+  node_->unlock();
+  if (!s.ok()) {
+    if (s.st == allowed) return s;
+    throw error(protocol::to_errc(s.st), std::string("tally: ") + what + ": " + protocol::describe(s.st));
+  }
+  if (s.act.token_to.value() >= 0) transport_.send_staged(s.act.token_to);
+  if (s.act.broadcast) transport_.broadcast(s.act.seq, s.act.requester);
+  return s;
+}
 
 }  // namespace tally::detail

@@ -73,7 +73,13 @@ struct type_traits {
   static int free(MPI_Datatype* t) noexcept { return MPI_Type_free(t); }
 };
 
+struct win_traits {
+  static MPI_Win null() noexcept { return MPI_WIN_NULL; }
+  static int free(MPI_Win* w) noexcept { return MPI_Win_free(w); }
+};
+
 using comm_handle = unique_handle<comm_traits>;
+using win_handle = unique_handle<win_traits>;
 using type_handle = unique_handle<type_traits>;
 
 }  // namespace tally::detail

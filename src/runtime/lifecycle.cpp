@@ -46,6 +46,19 @@ std::chrono::steady_clock::duration wait_warning(const options& o) {
   return seconds(30);
 }
 
+// topology::automatic as $TALLY_TOPOLOGY says (flat, node or auto), else unchanged.
+topology resolve_topology(topology t) {
+  if (t != topology::automatic) return t;
+  const char* env = std::getenv("TALLY_TOPOLOGY");
+  if (!env || !*env) return t;
+  const std::string v(env);
+  if (v == "flat") return topology::flat;
+  if (v == "node") return topology::node;
+  if (v != "auto" && v != "automatic")
+    std::fprintf(stderr, "tally: ignoring TALLY_TOPOLOGY='%s' (flat, node or auto)\n", env);
+  return t;
+}
+
 // Local validation; returns the error to raise on this rank, if any.
 std::optional<error> validate(const options& o, int size) {
   if (o.initial_owner < 0 || o.initial_owner >= size)
@@ -66,6 +79,11 @@ std::optional<error> validate(const options& o, int size) {
     return error(errc::arg, "tally: negative polling interval");
   if (o.wait_warning && o.wait_warning->count() < 0)
     return error(errc::arg, "tally: negative wait warning");
+  if (o.topology != topology::flat && o.topology != topology::node && o.topology != topology::automatic)
+    return error(errc::arg, "tally: unknown topology");
+  if (o.pass_bound < 1 || o.pass_bound > max_pass_bound)
+    return error(errc::arg, "tally: pass_bound " + std::to_string(o.pass_bound) + " out of range [1, " +
+                                std::to_string(max_pass_bound) + "] (local passes in a row while another node waits)");
   if (o.progress == progress_mode::thread && thread_level() < MPI_THREAD_MULTIPLE)
     return error(errc::thread_level,
                  "tally: progress_mode::thread needs MPI_THREAD_MULTIPLE; initialize MPI with "
@@ -99,10 +117,14 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
     local = error(errc::arg, "tally: initial payload of " + std::to_string(initial_payload.size()) +
                                  " bytes for a payload of " + std::to_string(opts.payload_bytes));
   const long long payload = static_cast<long long>(std::min(opts.payload_bytes, max_payload_bytes + 1));
-  long long mine[5] = {local ? static_cast<long long>(local->code()) : 0, payload, -payload,
-                       opts.initial_owner, -static_cast<long long>(opts.initial_owner)};
-  long long agreed[5];
-  check_mpi(MPI_Iallreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MAX, dup.get(), &req),
+  opts_.topology = resolve_topology(opts.topology);
+  const auto topo = static_cast<long long>(opts_.topology);
+  const auto bound = static_cast<long long>(opts.pass_bound);
+  long long mine[9] = {local ? static_cast<long long>(local->code()) : 0, payload, -payload,
+                       opts.initial_owner, -static_cast<long long>(opts.initial_owner), topo, -topo,
+                       bound, -bound};
+  long long agreed[9];
+  check_mpi(MPI_Iallreduce(mine, agreed, 9, MPI_LONG_LONG, MPI_MAX, dup.get(), &req),
             "MPI_Iallreduce(options)");
   wait_progressing(req, "MPI_Iallreduce(options)", false);
   if (local) throw *local;
@@ -112,19 +134,50 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
     fail(errc::arg, "payload size differs across ranks (from " + std::to_string(-agreed[2]) +
                         " to " + std::to_string(agreed[1]) + " bytes)");
   if (agreed[3] != -agreed[4]) fail(errc::arg, "initial_owner differs across ranks");
+  if (agreed[5] != -agreed[6]) fail(errc::arg, "topology differs across ranks (flat, node or automatic)");
+  if (agreed[7] != -agreed[8]) fail(errc::arg, "pass_bound differs across ranks");
 
   if (opts_.progress == progress_mode::automatic)
     opts_.progress = thread_level() == MPI_THREAD_MULTIPLE ? progress_mode::thread : progress_mode::in_calls;
   const unsigned k = ++created;
   if (opts_.name.empty()) opts_.name = "mutex #" + std::to_string(k);
   wait_warning_ = wait_warning(opts_);
-  peer_ = protocol::peer(protocol::rank_t(rank_), size_, protocol::rank_t(opts.initial_owner));
-  payload_.assign(opts.payload_bytes, std::byte{0});
-  if (rank_ == opts.initial_owner && !initial_payload.empty())
-    std::copy(initial_payload.begin(), initial_payload.end(), payload_.begin());
+  if (opts_.topology != topology::flat) {
+    // Node topology: the shared-memory level. `automatic` keeps it only where some
+    // node holds two or more ranks, and falls back to flat where it cannot be built.
+    node_ = std::make_unique<node_level>();
+    try {
+      node_->open(dup.get(), rank_, size_, opts.pass_bound, opts.initial_owner, opts.payload_bytes, initial_payload,
+                  [this](MPI_Request& r, const char* what) { wait_progressing(r, what, false); });
+    } catch (const error&) {
+      node_.reset();
+      if (opts_.topology == topology::node) throw;
+    }
+    if (node_ && opts_.topology == topology::automatic && node_->nodes() == size_) {
+      node_->close();
+      node_.reset();
+    }
+    opts_.topology = node_ ? topology::node : topology::flat;
+  }
+  transport::shape sh;
+  sh.payload_bytes = opts.payload_bytes;
+  if (node_) {
+    sh.token_entries = node_->nodes();
+    sh.with_requester = true;
+    sh.request_receives = node_->leader() ? node_->nodes() - 1 : 0;
+    sh.peers = node_->other_leaders();
+  } else {
+    sh.token_entries = size_;
+    sh.request_receives = size_ - 1;
+    for (int d = 1; d < size_; ++d) sh.peers.push_back((rank_ + d) % size_);
+    peer_ = protocol::peer(protocol::rank_t(rank_), size_, protocol::rank_t(opts.initial_owner));
+    payload_.assign(opts.payload_bytes, std::byte{0});
+    if (rank_ == opts.initial_owner && !initial_payload.empty())
+      std::copy(initial_payload.begin(), initial_payload.end(), payload_.begin());
+  }
   registry::add(this);
   try {
-    transport_.open(std::move(dup), rank_, size_, opts.payload_bytes);
+    transport_.open(std::move(dup), std::move(sh));
     if (opts_.progress == progress_mode::thread)
       progress_.start(opts_.polling, [this] { return progress_from_thread(); });
   } catch (...) {
@@ -168,12 +221,29 @@ void engine::free(bool at_finalize) {
   try {
     if (async_) {  // not acquired yet: withdrawn like a timed-out lock
       outstanding = true;
-      if (async_->st == acquisition::state::pending) peer_.withdraw();
+      if (async_->st == acquisition::state::pending) {
+        if (!node_)
+          peer_.withdraw();
+        else if (!withdraw_locked("free"))  // granted, but never acquired: give it back
+          leave_locked("free");
+      }
       async_->st = acquisition::state::cancelled;
       complete_greq_locked(*async_);
       async_.reset();
     }
-    if (peer_.mode() == protocol::mode::in_cs) {
+    if (node_) {
+      // Leave the critical section, or stop waiting (a grant that came meanwhile
+      // is taken and given up at once).
+      node_->lock();
+      const bool waiting = node_->cohort().is_waiting(node_->local());
+      node_->unlock();
+      if (entered_locked()) {
+        held = true;
+        leave_locked("free");
+      } else if (waiting && !withdraw_locked("free")) {
+        leave_locked("free");
+      }
+    } else if (peer_.mode() == protocol::mode::in_cs) {
       held = true;
       progress_locked();
       execute(peer_.unlock(), "free");
@@ -183,25 +253,33 @@ void engine::free(bool at_finalize) {
     slot_.release();
 
     // Every rank learns how many REQUESTs are addressed to it: each broadcast sends
-    // exactly one to every other rank.
-    const unsigned long long mine = peer_.counters().broadcasts;
+    // exactly one to every other rank (node topology: to every other node).
+    const unsigned long long mine = stats_locked().broadcasts;
     unsigned long long total = 0;
     MPI_Request req = MPI_REQUEST_NULL;
     check_mpi(MPI_Iallreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, transport_.comm(), &req),
               "MPI_Iallreduce(free)");
     wait_progressing(req, "MPI_Iallreduce(free)", true);
-    const std::uint64_t expected = total - mine;
     // Drain: receive every REQUEST, let withdrawn requests be served (the token is
     // only ever in flight to a requesting rank), complete every send.
-    while (peer_.counters().requests_received < expected ||
-           peer_.mode() == protocol::mode::requesting || transport_.sends_pending()) {
-      progress_locked();
-      registry::poll_others(this);
+    if (node_) {
+      node_drain_locked(total);
+    } else {
+      const std::uint64_t expected = total - mine;
+      while (peer_.counters().requests_received < expected ||
+             peer_.mode() == protocol::mode::requesting || transport_.sends_pending()) {
+        progress_locked();
+        registry::poll_others(this);
+      }
     }
     check_mpi(MPI_Ibarrier(transport_.comm(), &req), "MPI_Ibarrier(free)");
     wait_progressing(req, "MPI_Ibarrier(free)", false);
     // Nothing can arrive any more: retire the posted receives.
     transport_.cancel_receives();
+    if (node_) {
+      node_final_ = stats_locked();
+      node_->close();
+    }
     transport_.close();
   } catch (...) {
     failure = std::current_exception();

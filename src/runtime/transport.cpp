@@ -16,19 +16,19 @@ bool all_null(const std::vector<MPI_Request>& reqs) {
 }
 }  // namespace
 
-void transport::open(comm_handle comm, int rank, int size, std::size_t payload_bytes) {
+void transport::open(comm_handle comm, shape sh) {
   comm_ = std::move(comm);
-  rank_ = rank;
-  size_ = size;
-  wire_ = wire_format(size, payload_bytes);
+  shape_ = std::move(sh);
+  words_ = shape_.with_requester ? 2 : 1;
+  wire_ = wire_format(shape_.token_entries, shape_.payload_bytes);
   token_buf_.assign(wire_.bytes(), std::byte{0});
-  if (size < 2) return;  // nobody to talk to
-  const int posted = std::min(size - 1, max_posted_requests);
+  const int posted = std::min(shape_.request_receives, max_posted_requests);
   recv_reqs_.assign(static_cast<std::size_t>(1 + posted), MPI_REQUEST_NULL);
-  request_bufs_.assign(static_cast<std::size_t>(posted), 0);
+  request_bufs_.assign(static_cast<std::size_t>(posted), words{});
   done_idx_.resize(recv_reqs_.size());
   done_status_.resize(recv_reqs_.size());
   arrived_.reserve(request_bufs_.size());
+  if (shape_.peers.empty() && posted == 0) return;  // nobody to talk to
   post_token_recv();
   for (std::size_t k = 0; k < request_bufs_.size(); ++k) post_request_recv(k);
 }
@@ -40,14 +40,21 @@ void transport::post_token_recv() {
 }
 
 void transport::post_request_recv(std::size_t k) {
-  check_mpi(MPI_Irecv(&request_bufs_[k], 1, MPI_UINT64_T, MPI_ANY_SOURCE, tag_request, comm_.get(),
+  check_mpi(MPI_Irecv(request_bufs_[k].data(), words_, MPI_UINT64_T, MPI_ANY_SOURCE, tag_request, comm_.get(),
                       &recv_reqs_[k + 1]),
             "MPI_Irecv(REQUEST)");
 }
 
 transport::arrivals transport::test() {
   arrived_.clear();
-  if (recv_reqs_.empty()) return {};
+  if (recv_reqs_.empty() || all_null(recv_reqs_)) {
+    // Nothing posted (a single node, or a single rank): still drive MPI's progress
+    // engine, which the caller's other MPI operations may need from this rank while
+    // it waits (e.g. passive-target RMA aimed at it).
+    int flag = 0;
+    if (comm_) check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+    return {};
+  }
   int count = 0;
   check_mpi(MPI_Testsome(static_cast<int>(recv_reqs_.size()), recv_reqs_.data(), &count,
                          done_idx_.data(), done_status_.data()),
@@ -60,8 +67,10 @@ transport::arrivals transport::test() {
       token = true;
       continue;
     }
-    arrived_.push_back({protocol::rank_t(done_status_[c].MPI_SOURCE),
-                        protocol::seq_t(request_bufs_[idx - 1])});
+    const words& w = request_bufs_[idx - 1];
+    // The requester: the sender (flat), or the word it names (node topology).
+    const int from = words_ == 2 ? static_cast<int>(static_cast<std::int64_t>(w[1])) : done_status_[c].MPI_SOURCE;
+    arrived_.push_back({protocol::rank_t(from), protocol::seq_t(w[0])});
     unposted_.push_back(idx - 1);
   }
   return {arrived_, token};
@@ -76,32 +85,48 @@ void transport::read_token(protocol::token& t, std::span<std::byte> payload) con
   wire_.unpack(token_buf_.data(), payload, t);
 }
 
-void transport::broadcast(protocol::seq_t seq) {
+void transport::repost_token() {
+  if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();
+}
+
+void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester) {
+  if (recv_reqs_.empty()) return;  // opened without peers
   if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();  // before anyone can answer
   auto free_slot = std::find_if(bcasts_.begin(), bcasts_.end(),
                                 [](const bcast_slot& b) { return all_null(b.reqs); });
   bcast_slot& slot = free_slot != bcasts_.end() ? *free_slot : bcasts_.emplace_back();
-  slot.reqs.resize(static_cast<std::size_t>(size_ - 1), MPI_REQUEST_NULL);
-  slot.seq = seq.value();
+  slot.reqs.resize(shape_.peers.size(), MPI_REQUEST_NULL);
+  slot.msg = {seq.value(), static_cast<std::uint64_t>(static_cast<std::int64_t>(requester.value()))};
   std::size_t k = 0;
-  for (int d = 1; d < size_; ++d) {
-    const int to = (rank_ + d) % size_;
-    check_mpi(MPI_Isend(&slot.seq, 1, MPI_UINT64_T, to, tag_request, comm_.get(), &slot.reqs[k++]),
+  for (int to : shape_.peers)
+    check_mpi(MPI_Isend(slot.msg.data(), words_, MPI_UINT64_T, to, tag_request, comm_.get(), &slot.reqs[k++]),
               "MPI_Isend(REQUEST)");
-  }
+  sends_active_ = true;
+}
+
+std::byte* transport::stage_token() {
+  auto free_slot = std::find_if(token_sends_.begin(), token_sends_.end(),
+                                [](const token_slot& s) { return s.req == MPI_REQUEST_NULL && !s.staged; });
+  token_slot& slot = free_slot != token_sends_.end() ? *free_slot : token_sends_.emplace_back();
+  slot.buf.resize(wire_.bytes());
+  slot.staged = true;
+  staged_ = &slot;
+  return slot.buf.data();
+}
+
+void transport::send_staged(protocol::rank_t to) {
+  token_slot& slot = *staged_;
+  staged_ = nullptr;
+  slot.staged = false;
+  check_mpi(MPI_Isend(slot.buf.data(), 1, wire_.type(), to.value(), tag_token, comm_.get(), &slot.req),
+            "MPI_Isend(token)");
   sends_active_ = true;
 }
 
 void transport::send_token(protocol::rank_t to, const protocol::token& t,
                            std::span<const std::byte> payload) {
-  auto free_slot = std::find_if(token_sends_.begin(), token_sends_.end(),
-                                [](const token_slot& s) { return s.req == MPI_REQUEST_NULL; });
-  token_slot& slot = free_slot != token_sends_.end() ? *free_slot : token_sends_.emplace_back();
-  slot.buf.resize(wire_.bytes());
-  wire_.pack(t, payload, slot.buf.data());
-  check_mpi(MPI_Isend(slot.buf.data(), 1, wire_.type(), to.value(), tag_token, comm_.get(), &slot.req),
-            "MPI_Isend(token)");
-  sends_active_ = true;
+  wire_.pack(t, payload, stage_token());
+  send_staged(to);
 }
 
 void transport::reap_sends(bool wait) {

@@ -2,11 +2,14 @@
 //
 // Contract. A transport owns the duplicate communicator (MPI_ERRORS_RETURN set),
 // the committed token datatype, the posted receives and every send it starts:
-//   - REQUEST = one MPI_UINT64_T (the sequence number), tag 1, MPI_Isend to every
-//     other rank; the sender's rank comes from the status.
+//   - REQUEST = MPI_UINT64_T words, tag 1, MPI_Isend to every broadcast peer.
+//     Flat topology: one word (the sequence number), the requester is the MPI
+//     source. Node topology: two words (sequence number, the rank that should
+//     receive the token), sent to the other nodes' leaders only.
 //   - token   = one message of the token datatype (runtime/wire.hpp), tag 2.
-//   - receives are posted ahead, all MPI_ANY_SOURCE: one for the token and
-//     min(n-1, 16) for REQUESTs; more REQUESTs wait in MPI's unexpected queue.
+//   - receives are posted ahead, all MPI_ANY_SOURCE: one for the token and up to 16
+//     for REQUESTs (none where this rank receives no REQUESTs); more REQUESTs wait
+//     in MPI's unexpected queue.
 // Every buffer of a pending nonblocking operation keeps its address until the
 // operation completed: send slots live in deques (never moved) and a slot is reused
 // only after all its requests completed. The transport decides nothing about the
@@ -15,6 +18,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -43,9 +47,17 @@ class transport {
   transport(const transport&) = delete;
   transport& operator=(const transport&) = delete;
 
-  // Takes the duplicate communicator, commits the token datatype for `size` ranks
-  // and `payload_bytes`, and posts the receives. Throws tally::error(errc::mpi).
-  void open(comm_handle comm, int rank, int size, std::size_t payload_bytes);
+  // What one rank sends and receives.
+  struct shape {
+    int token_entries = 1;           // LN entries of the token: ranks (flat) or nodes
+    std::size_t payload_bytes = 0;
+    bool with_requester = false;     // REQUEST carries the requester (node topology)
+    int request_receives = 0;        // REQUEST receives to keep posted (0: none)
+    std::vector<int> peers;          // where a broadcast goes, in sending order
+  };
+  // Takes the duplicate communicator, commits the token datatype and posts the
+  // receives (the token receive at once). Throws tally::error(errc::mpi).
+  void open(comm_handle comm, shape sh);
   MPI_Comm comm() const noexcept { return comm_.get(); }
   std::size_t token_bytes() const noexcept { return wire_.bytes(); }
 
@@ -58,10 +70,19 @@ class transport {
   // The token that test() reported, into `t` (its storage reused) and `payload`.
   void read_token(protocol::token& t, std::span<std::byte> payload) const;
 
-  // REQUEST(seq) to every other rank, starting with the next rank up so that
-  // simultaneous broadcasts spread their load. Posts the token receive first.
-  void broadcast(protocol::seq_t seq);
+  // Posts the token receive again after test() reported a token (flat topology:
+  // broadcast() does it).
+  void repost_token();
+
+  // REQUEST(seq[, requester]) to every broadcast peer. Posts the token receive first
+  // if it is not posted.
+  void broadcast(protocol::seq_t seq, protocol::rank_t requester);
   void send_token(protocol::rank_t to, const protocol::token& t, std::span<const std::byte> payload);
+  // A token send in two halves: stage() returns a buffer of token_bytes() to fill
+  // (by wire().pack), send_staged() starts the send of the last staged buffer.
+  std::byte* stage_token();
+  void send_staged(protocol::rank_t to);
+  const wire_format& wire() const noexcept { return wire_; }
 
   // Completes the sends that finished; with `wait`, blocks until all did.
   void reap_sends(bool wait);
@@ -80,29 +101,33 @@ class transport {
   void post_request_recv(std::size_t k);
   void post_token_recv();
 
-  int rank_ = 0;
-  int size_ = 1;
+  using words = std::array<std::uint64_t, 2>;  // a REQUEST: seq [, requester]
+
+  shape shape_;
+  int words_ = 1;  // per REQUEST
   comm_handle comm_;
   wire_format wire_;
   // [0] the token receive, [1..] REQUEST receives into request_bufs_[k - 1].
   std::vector<MPI_Request> recv_reqs_;
-  std::vector<std::uint64_t> request_bufs_;
+  std::vector<words> request_bufs_;
   std::vector<std::byte> token_buf_;
   std::vector<int> done_idx_;
   std::vector<MPI_Status> done_status_;
   std::vector<request_arrival> arrived_;
   std::vector<std::size_t> unposted_;  // REQUEST receives to post again
 
-  struct bcast_slot {  // one broadcast: n-1 sends of one sequence number
-    std::uint64_t seq = 0;
+  struct bcast_slot {  // one broadcast: a send of the same words to every peer
+    words msg{};
     std::vector<MPI_Request> reqs;
   };
   struct token_slot {  // one token send
     std::vector<std::byte> buf;
     MPI_Request req = MPI_REQUEST_NULL;
+    bool staged = false;  // filled by stage_token(), not yet sent
   };
   std::deque<bcast_slot> bcasts_;
   std::deque<token_slot> token_sends_;
+  token_slot* staged_ = nullptr;
   bool sends_active_ = false;
 };
 

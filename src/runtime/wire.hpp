@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "core/protocol.hpp"
@@ -29,6 +30,9 @@ class wire_format {
   // Writes t and the payload (payload_bytes() bytes) into buf (bytes() bytes).
   void pack(const protocol::token& t, std::span<const std::byte> payload,
             std::byte* buf) const noexcept;
+  // The same from parts: LN (n entries) and the queue as ranks (fewer than n).
+  void pack(std::span<const protocol::seq_t> ln, std::span<const std::int32_t> queue,
+            std::span<const std::byte> payload, std::byte* buf) const noexcept;
   // Reads a token from buf into t (reusing t's storage) and copies its payload
   // out. A queue length outside [0, n) yields a token that
   // protocol::token::well_formed rejects.

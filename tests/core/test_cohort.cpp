@@ -64,7 +64,7 @@ TEST(Cohort, IdleHolderNodeEntersWithoutMessages) {
   for (std::int32_t i : {0, 1, 0}) {
     const cohort_step s = n.c.lock(i);
     ASSERT_TRUE(s.ok());
-    EXPECT_EQ(s.act.grant, -1);
+    EXPECT_EQ(s.act.grant, i);  // the caller itself entered
     EXPECT_FALSE(s.act.broadcast);
     EXPECT_EQ(s.act.token_to, rank_t(-1));
     EXPECT_EQ(n.c.in_cs(), i);

@@ -1,0 +1,84 @@
+// runtime/node_level.hpp — the node topology's shared memory (topology::node).
+//
+// Contract. One MPI shared-memory window per node (MPI_Comm_split_type with
+// MPI_COMM_TYPE_SHARED, allocated by the node's leader, local rank 0) holds:
+//   - a spinlock (its own cache line) that serializes every transition of the node's
+//     protocol::cohort, whichever rank of the node carries it out;
+//   - one grant flag per local rank (each on its own cache line): set, under the
+//     spinlock, by the rank that hands the critical section to it; cleared by the
+//     rank itself when it sees it. A waiting rank spins on its own line only;
+//   - the cohort's state (core/cohort.hpp) and the payload, which belong to the rank
+//     in the critical section, else to the spinlock's holder.
+// Nothing under the spinlock calls MPI or blocks: a transition, a grant, the token
+// packed into a send buffer. Across processes the atomics are C++ atomics on the
+// shared mapping (lock-free, address-free), so no MPI synchronization is involved.
+// The node's leader receives its REQUESTs; the token goes to the rank that asked.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/cohort.hpp"
+#include "runtime/handles.hpp"
+
+namespace tally::detail {
+
+class node_level {
+ public:
+  // Waits for a nonblocking collective while the process keeps making progress.
+  using waiter = std::function<void(MPI_Request&, const char*)>;
+
+  node_level() = default;
+  node_level(const node_level&) = delete;
+  node_level& operator=(const node_level&) = delete;
+
+  // Collective over `comm` (size n, this process rank `rank`): splits it by shared
+  // memory, learns every rank's node, allocates and initializes the window (the
+  // token idle on the node of `owner`, whose rank copies `initial_payload` in).
+  // Every rank of comm either succeeds or throws the same tally::error (errc::mpi,
+  // naming the step that failed on some rank).
+  void open(MPI_Comm comm, int rank, int n, std::uint32_t pass_bound, int owner, std::size_t payload_bytes,
+            std::span<const std::byte> initial_payload, const waiter& wait);
+  // Collective over the node: frees the window and the node communicator.
+  void close();
+
+  bool is_open() const noexcept { return cohort_.has_value(); }
+  protocol::cohort& cohort() noexcept { return *cohort_; }
+  std::int32_t local() const noexcept { return local_; }
+  std::int32_t locals() const noexcept { return static_cast<std::int32_t>(members_.size()); }
+  std::int32_t node() const noexcept { return node_; }
+  std::int32_t nodes() const noexcept { return static_cast<std::int32_t>(leaders_.size()); }
+  bool leader() const noexcept { return local_ == 0; }
+  // Leaders of the other nodes, starting after this node (REQUEST destinations).
+  std::vector<int> other_leaders() const;
+  // The leader (global rank) of every node; node k's ranks; each rank's node.
+  const std::vector<int>& leaders() const noexcept { return leaders_; }
+  std::span<std::byte> payload() const noexcept { return payload_; }
+  MPI_Comm comm() const noexcept { return node_comm_.get(); }
+
+  void lock() noexcept;    // the spinlock; spins, then yields
+  void unlock() noexcept;
+  // Sets the grant flag of local rank i (spinlock held).
+  void grant(std::int32_t i) noexcept;
+  // True once: this rank's grant flag was set; it is cleared.
+  bool take_grant() noexcept;
+
+ private:
+  comm_handle node_comm_;
+  win_handle win_;
+  std::byte* base_ = nullptr;
+  std::int32_t local_ = 0, node_ = 0;
+  std::vector<std::int32_t> node_of_, members_;
+  std::vector<int> leaders_;
+  protocol::cohort_layout layout_{};
+  std::optional<protocol::cohort> cohort_;
+  std::span<std::byte> payload_;
+};
+
+}  // namespace tally::detail

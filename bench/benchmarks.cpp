@@ -321,9 +321,10 @@ void idle_args(Benchmark* b) {
 // Short names: they appear in benchmark names and reports.
 #if TALLY_BENCH_HAVE_TALLY
 using tally = bench::tally_inline;
-#define TALLY_BENCH_TALLY_KINDS(BM, ARGS)     \
-  BENCHMARK_TEMPLATE(BM, tally)->Apply(ARGS); \
-  BENCHMARK_TEMPLATE(BM, tally_thread)->Apply(ARGS);
+#define TALLY_BENCH_TALLY_KINDS(BM, ARGS)            \
+  BENCHMARK_TEMPLATE(BM, tally)->Apply(ARGS);        \
+  BENCHMARK_TEMPLATE(BM, tally_thread)->Apply(ARGS); \
+  BENCHMARK_TEMPLATE(BM, tally_node)->Apply(ARGS);
 #else
 #define TALLY_BENCH_TALLY_KINDS(BM, ARGS)
 #endif

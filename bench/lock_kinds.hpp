@@ -40,47 +40,57 @@ concept lock_kind = std::constructible_from<L, MPI_Comm> && requires(L& l) {
 // command line before any benchmark runs).
 inline tally::poll_policy tally_thread_polling{};
 
-// tally with progress inside its calls only.
-class tally_inline {
+// tally configured by `Options`: a topology and a progress mode.
+template <class Options>
+class tally_kind {
  public:
-  static constexpr const char* name = "tally";
-  explicit tally_inline(MPI_Comm comm) : m_(comm, opts()) {}
+  static constexpr const char* name = Options::name;
+  explicit tally_kind(MPI_Comm comm) : m_(comm, Options::make()) {}
   void lock() { m_.lock(); }
   void unlock() { m_.unlock(); }
   void poll() { m_.poll(); }
   tally::mutex& get() noexcept { return m_; }
 
  private:
-  static tally::options opts() {
-    tally::options o;
-    o.progress = tally::progress_mode::in_calls;
-    return o;
-  }
   tally::mutex m_;
 };
 
-// tally with a background progress thread (needs MPI_THREAD_MULTIPLE): what the
-// default options give under MPI_THREAD_MULTIPLE.
-class tally_thread {
- public:
-  static constexpr const char* name = "tally_thread";
-  explicit tally_thread(MPI_Comm comm) : m_(comm, opts()) {}
-  void lock() { m_.lock(); }
-  void unlock() { m_.unlock(); }
-  void poll() { m_.poll(); }
-  tally::mutex& get() noexcept { return m_; }
-
- private:
-  static tally::options opts() {
+// Flat Suzuki–Kasami (one participant per rank), progress inside its calls only.
+struct flat_inline_options {
+  static constexpr const char* name = "tally";
+  static tally::options make() {
     tally::options o;
+    o.topology = tally::topology::flat;
+    o.progress = tally::progress_mode::in_calls;
+    return o;
+  }
+};
+// Flat, with a background progress thread (needs MPI_THREAD_MULTIPLE).
+struct flat_thread_options {
+  static constexpr const char* name = "tally_thread";
+  static tally::options make() {
+    tally::options o = flat_inline_options::make();
     o.progress = tally::progress_mode::thread;
     o.polling = tally_thread_polling;
     return o;
   }
-  tally::mutex m_;
+};
+// The two-level lock (topology::node): shared memory inside a node, Suzuki–Kasami
+// between nodes; progress inside its calls, like `tally`.
+struct node_inline_options {
+  static constexpr const char* name = "tally_node";
+  static tally::options make() {
+    tally::options o = flat_inline_options::make();
+    o.topology = tally::topology::node;
+    return o;
+  }
 };
 
-static_assert(lock_kind<tally_inline> && lock_kind<tally_thread>);
+using tally_inline = tally_kind<flat_inline_options>;
+using tally_thread = tally_kind<flat_thread_options>;
+using tally_node = tally_kind<node_inline_options>;
+
+static_assert(lock_kind<tally_inline> && lock_kind<tally_thread> && lock_kind<tally_node>);
 #endif
 
 static_assert(lock_kind<win_lock> && lock_kind<rma_mcs> && lock_kind<lock_server> &&

@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <vector>
 #include <random>
 #include <string>
 
@@ -66,12 +68,42 @@ void take_turns(L& lk, int rounds) {
   }
 }
 
+// Each rank's node (named by its lowest rank), as the node topology splits them.
+const std::vector<int>& node_of_ranks() {
+  static const std::vector<int> out = [] {
+    MPI_Comm node;
+    MPI_Comm_split_type(world().comm, MPI_COMM_TYPE_SHARED, world().rank, MPI_INFO_NULL, &node);
+    int leader = world().rank;
+    MPI_Bcast(&leader, 1, MPI_INT, 0, node);
+    MPI_Comm_free(&node);
+    std::vector<int> v(static_cast<std::size_t>(world().size));
+    MPI_Allgather(&leader, 1, MPI_INT, v.data(), 1, MPI_INT, world().comm);
+    return v;
+  }();
+  return out;
+}
+int node_count() {
+  std::vector<int> v = node_of_ranks();
+  std::sort(v.begin(), v.end());
+  return static_cast<int>(std::unique(v.begin(), v.end()) - v.begin());
+}
+
 // Messages one uncontended entry costs at `rank` when the previous entry was at
 // another rank (retained == false) or at the same rank (retained == true).
 template <class L>
 std::uint64_t uncontended_cost(int rank, int n, bool retained) {
   const auto un = static_cast<std::uint64_t>(n);
   const bool home = rank == 0;  // where win_lock's window, the MCS tail and the server live
+#if TALLY_BENCH_HAVE_TALLY
+  if constexpr (std::is_same_v<L, tally_node>) {
+    // K-1 REQUESTs + 1 token when the previous entry (rank - 1 in take_turns) was on
+    // another node; nothing within a node.
+    const std::vector<int>& node = node_of_ranks();
+    const int prev = (rank + n - 1) % n;
+    const bool same = retained || node[static_cast<std::size_t>(rank)] == node[static_cast<std::size_t>(prev)];
+    return same ? 0 : static_cast<std::uint64_t>(node_count());
+  }
+#endif
   if constexpr (std::is_same_v<L, ricart_agrawala>) return 2 * (un - 1);
   else if constexpr (std::is_same_v<L, lock_server>) return home ? 0 : 3;  // REQUEST, GRANT, RELEASE
   else if constexpr (std::is_same_v<L, win_lock>) return home ? 0 : 3;     // lock, get, unlock
@@ -84,7 +116,7 @@ class LockKind : public ::testing::Test {};
 
 using kinds = ::testing::Types<
 #if TALLY_BENCH_HAVE_TALLY
-    tally_inline, tally_thread,
+    tally_inline, tally_thread, tally_node,
 #endif
     win_lock, rma_mcs, lock_server, ricart_agrawala>;
 
@@ -131,6 +163,11 @@ TYPED_TEST(LockKind, EachUncontendedEntryCostsExactlyItsMessages) {
   if constexpr (std::is_same_v<TypeParam, tally_inline> || std::is_same_v<TypeParam, tally_thread>) {
     // BM_Floor's message size is the token's real wire size.
     EXPECT_EQ(t.max_msg, static_cast<std::uint64_t>(token_bytes(n)));
+  } else if constexpr (std::is_same_v<TypeParam, tally_node>) {
+    // The node-level token: LN and queue over K nodes (nothing moves on one node).
+    if (node_count() > 1) {
+      EXPECT_EQ(t.max_msg, static_cast<std::uint64_t>(token_bytes(node_count())));
+    }
   }
 #endif
 }
@@ -188,8 +225,15 @@ TYPED_TEST(LockKind, ContendedCost) {
     EXPECT_GE(t.messages, 2 * away);
     EXPECT_LE(t.messages, 4 * all);
   } else {
-    EXPECT_EQ(t.messages, static_cast<std::uint64_t>(n) * remote);  // n-1 REQUESTs + 1 token
-    EXPECT_LE(t.messages, static_cast<std::uint64_t>(n) * all);
+    // n-1 REQUESTs + 1 token per entry that moved the token; the node topology
+    // moves it between K nodes only.
+#if TALLY_BENCH_HAVE_TALLY
+    const auto k = static_cast<std::uint64_t>(std::is_same_v<TypeParam, tally_node> ? node_count() : n);
+#else
+    const auto k = static_cast<std::uint64_t>(n);
+#endif
+    EXPECT_EQ(t.messages, k * remote);
+    EXPECT_LE(t.messages, k * all);
   }
 }
 

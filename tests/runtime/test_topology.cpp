@@ -1,0 +1,299 @@
+// topology::node: the two-level lock through the C++ API, with both progress modes.
+// On one machine all ranks share a node; under tests/multinode the same binary runs
+// across emulated nodes. Checked:
+//   - exclusion through a non-atomic counter and the message counts per level: no
+//     REQUEST and no token inside one node; across K nodes, K-1 REQUESTs per node
+//     request and at most one token per node request; local handoffs balance;
+//   - the order of entries: the local-pass bound (B = 1 and 2) and FIFO between
+//     nodes, in scenarios made deterministic with lock_async (it returns once the
+//     rank waits in its node's queue) and polls until a leader has received the
+//     REQUESTs it must know of;
+//   - bad input: B = 0, topologies or bounds that differ across ranks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "support.hpp"
+#include "tally/tally.h"
+
+namespace {
+
+using tally::errc;
+using tally::test::shared_counter;
+using tally::test::world_rank;
+using tally::test::world_size;
+
+// Every rank's node, as the split the node topology uses sees it (the node is
+// named by its lowest rank).
+std::vector<int> nodes_of_ranks() {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank(), MPI_INFO_NULL, &node);
+  int leader = world_rank();
+  MPI_Bcast(&leader, 1, MPI_INT, 0, node);
+  MPI_Comm_free(&node);
+  std::vector<int> out(static_cast<std::size_t>(world_size()));
+  MPI_Allgather(&leader, 1, MPI_INT, out.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  return out;
+}
+
+int count_nodes(const std::vector<int>& node_of) {
+  std::vector<int> v = node_of;
+  std::sort(v.begin(), v.end());
+  return static_cast<int>(std::unique(v.begin(), v.end()) - v.begin());
+}
+
+std::uint64_t global_sum(std::uint64_t v) {
+  std::uint64_t s = 0;
+  MPI_Allreduce(&v, &s, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return s;
+}
+
+// An append-only log of ranks in a window at rank 0: entries record themselves.
+class entry_log {
+ public:
+  explicit entry_log(int capacity) {
+    MPI_Win_allocate(static_cast<MPI_Aint>((capacity + 1) * sizeof(std::int64_t)), sizeof(std::int64_t),
+                     MPI_INFO_NULL, MPI_COMM_WORLD, &base_, &win_);
+    std::fill_n(base_, capacity + 1, std::int64_t{-1});
+    base_[0] = 0;
+    MPI_Win_lock_all(0, win_);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  ~entry_log() {
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  void append(std::int64_t who) {
+    const std::int64_t one = 1;
+    std::int64_t at = 0;
+    MPI_Fetch_and_op(&one, &at, MPI_INT64_T, 0, 0, MPI_SUM, win_);
+    MPI_Win_flush(0, win_);
+    MPI_Put(&who, 1, MPI_INT64_T, 0, 1 + at, 1, MPI_INT64_T, win_);
+    MPI_Win_flush(0, win_);
+  }
+  // Rank 0, after everyone appended (a barrier): the ranks in entry order.
+  std::vector<std::int64_t> read() {
+    MPI_Win_sync(win_);
+    return std::vector<std::int64_t>(base_ + 1, base_ + 1 + base_[0]);
+  }
+
+ private:
+  std::int64_t* base_ = nullptr;
+  MPI_Win win_ = MPI_WIN_NULL;
+};
+
+constexpr int tag_ready = 41;
+void tell(int to) { MPI_Send(nullptr, 0, MPI_BYTE, to, tag_ready, MPI_COMM_WORLD); }
+void hear(int from) { MPI_Recv(nullptr, 0, MPI_BYTE, from, tag_ready, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }
+
+class Topology : public ::testing::TestWithParam<tally::progress_mode> {
+ protected:
+  tally::options opts(unsigned bound = 16) const {
+    tally::options o;
+    o.topology = tally::topology::node;
+    o.progress = GetParam();
+    o.pass_bound = bound;
+    return o;
+  }
+};
+
+TEST_P(Topology, ExclusionAndMessagesPerLevel) {
+  constexpr int iterations = 200;
+  const std::vector<int> node_of = nodes_of_ranks();
+  const int k = count_nodes(node_of);
+  tally::mutex m(MPI_COMM_WORLD, opts(2));
+  shared_counter counter(MPI_COMM_WORLD, 0);
+  int overlaps = 0;
+  for (int i = 0; i < iterations; ++i) {
+    m.lock();
+    if (counter.enter(world_rank()) != -1) ++overlaps;
+    counter.increment();
+    if (counter.leave(world_rank()) != world_rank()) ++overlaps;
+    m.unlock();
+  }
+  tally::test::progress_barrier(MPI_COMM_WORLD, m);
+  EXPECT_EQ(overlaps, 0);
+  if (world_rank() == 0) {
+    EXPECT_EQ(counter.value(), std::int64_t{iterations} * world_size());
+  }
+  m.free();
+  const tally::stats s = m.stats();
+  EXPECT_EQ(s.acquisitions, static_cast<std::uint64_t>(iterations));
+  const std::uint64_t broadcasts = global_sum(s.broadcasts), sent = global_sum(s.requests_sent),
+                      received = global_sum(s.requests_received), tokens = global_sum(s.tokens_sent),
+                      tokens_in = global_sum(s.tokens_received), handoffs = global_sum(s.local_handoffs_sent),
+                      handoffs_in = global_sum(s.local_handoffs_received);
+  // Between nodes: K-1 REQUESTs per node request, each received; at most one token
+  // per node request. Inside a node: no message at all.
+  EXPECT_EQ(sent, static_cast<std::uint64_t>(k - 1) * broadcasts);
+  EXPECT_EQ(received, sent);
+  EXPECT_EQ(tokens_in, tokens);
+  EXPECT_LE(tokens, broadcasts);
+  EXPECT_EQ(handoffs, handoffs_in);
+  EXPECT_LE(s.local_handoffs_received, s.local_acquisitions);
+  if (k == 1) {
+    EXPECT_EQ(broadcasts + sent + tokens, 0u) << "a single node sent MPI messages";
+    if (world_size() > 1) {
+      EXPECT_GT(handoffs, 0u) << "no local handoff under contention";
+    }
+  }
+}
+
+// Node A = rank 0's node with ranks a0 = 0 (holds the lock), a1, a2; node B's first
+// rank b0 asks (its REQUEST reaches a0, A's leader) before a1 and a2 queue. With
+// B = 1, A passes once (to a1), then the token must go to b0, and comes back for a2.
+// With B = 2, A passes to a1 and a2 first.
+TEST_P(Topology, LocalPassBoundSendsTheTokenToTheWaitingNode) {
+  const std::vector<int> node_of = nodes_of_ranks();
+  std::vector<int> a, others;
+  for (int r = 0; r < world_size(); ++r) (node_of[static_cast<std::size_t>(r)] == node_of[0] ? a : others).push_back(r);
+  if (a.size() < 3 || others.empty()) GTEST_SKIP() << "needs a node of three ranks and another node";
+  const int a1 = a[1], a2 = a[2], b0 = others[0];
+  for (unsigned bound : {1u, 2u}) {
+    tally::mutex m(MPI_COMM_WORLD, opts(bound));
+    entry_log log(8);
+    const int me = world_rank();
+    if (me == 0) {
+      m.lock();
+      log.append(me);
+      tell(b0);
+      while (m.stats().requests_received < 1) m.poll();  // b0's REQUEST, deferred in the CS
+      tell(a1);
+      hear(a2);  // a1 and a2 wait in A's queue, in that order
+      m.unlock();
+    } else if (me == b0 || me == a1 || me == a2) {
+      hear(me == b0 ? 0 : me == a1 ? 0 : a1);
+      tally::lock_request r = m.lock_async();
+      if (me == a1) tell(a2);
+      if (me == a2) tell(0);
+      r.wait();
+      log.append(me);
+      m.unlock();
+    }
+    tally::test::progress_barrier(MPI_COMM_WORLD, m);
+    if (me == 0) {
+      const std::vector<std::int64_t> got = log.read();
+      const std::vector<std::int64_t> want =
+          bound == 1 ? std::vector<std::int64_t>{0, a1, b0, a2} : std::vector<std::int64_t>{0, a1, a2, b0};
+      EXPECT_EQ(got, want) << "B = " << bound;
+    }
+    const tally::stats s = m.stats();
+    const std::uint64_t bound_releases = global_sum(s.bound_releases);
+    EXPECT_EQ(bound_releases, bound == 1 ? 1u : 0u) << "B = " << bound;
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+// Three nodes A (rank 0's), B, C; a, b, c their first ranks. Between nodes the
+// order is FIFO once in the token's queue, as in flat SK: a holds while both b and
+// c ask, so a's release queues [b, c] (by node index: both were known). a then asks
+// again, and b, in its critical section, learns of it and of c's request before it
+// leaves: c was queued first, so c enters before a although A's index is lower.
+TEST_P(Topology, NodesQueuedEarlierAreServedFirst) {
+  const std::vector<int> node_of = nodes_of_ranks();
+  std::map<int, int> first_rank;  // node -> its lowest rank
+  for (int r = world_size() - 1; r >= 0; --r) first_rank[node_of[static_cast<std::size_t>(r)]] = r;
+  if (first_rank.size() < 3) GTEST_SKIP() << "needs three nodes";
+  auto it = first_rank.begin();
+  const int b = (++it)->second, c = (++it)->second;
+  tally::mutex m(MPI_COMM_WORLD, opts());
+  entry_log log(8);
+  const int me = world_rank();
+  if (me == 0) {
+    m.lock();
+    log.append(me);
+    tell(b);
+    tell(c);
+    while (m.stats().requests_received < 2) m.poll();  // both known at the release
+    m.unlock();
+    m.lock();  // asks again: reaches b while b holds the lock
+    log.append(me);
+    m.unlock();
+  } else if (me == b) {
+    hear(0);
+    m.lock();
+    log.append(me);
+    while (m.stats().requests_received < 2) m.poll();  // c's REQUEST and a's second one
+    m.unlock();
+  } else if (me == c) {
+    hear(0);
+    m.lock();
+    log.append(me);
+    m.unlock();
+  }
+  tally::test::progress_barrier(MPI_COMM_WORLD, m);
+  if (me == 0) {
+    EXPECT_EQ(log.read(), (std::vector<std::int64_t>{0, b, c, 0}));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+INSTANTIATE_TEST_SUITE_P(Progress, Topology,
+                         ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
+                         [](const auto& p) {
+                           return p.param == tally::progress_mode::thread ? "thread" : "inline";
+                         });
+
+template <class F>
+std::string expect_error(errc code, F&& f) {
+  try {
+    f();
+  } catch (const tally::error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no tally::error thrown";
+  return {};
+}
+
+TEST(TopologyErrors, BadOrDisagreeingOptionsFailEveryRank) {
+  tally::options zero;
+  zero.topology = tally::topology::node;
+  zero.pass_bound = 0;
+  std::string msg = expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, zero); });
+  EXPECT_NE(msg.find("pass_bound"), std::string::npos) << msg;
+  tally::options huge = zero;
+  huge.pass_bound = tally::max_pass_bound + 1;
+  expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, huge); });
+  tally::options bad_kind;
+  bad_kind.topology = static_cast<tally::topology>(7);
+  expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, bad_kind); });
+  if (world_size() > 1) {
+    tally::options mixed;
+    mixed.topology = world_rank() == 0 ? tally::topology::flat : tally::topology::node;
+    msg = expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, mixed); });
+    EXPECT_NE(msg.find("topology differs"), std::string::npos) << msg;
+    tally::options bounds;
+    bounds.topology = tally::topology::node;
+    bounds.pass_bound = world_rank() == 0 ? 1 : 2;
+    msg = expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, bounds); });
+    EXPECT_NE(msg.find("pass_bound differs"), std::string::npos) << msg;
+  }
+  // The communicator still works for a good creation.
+  tally::options good;
+  good.topology = tally::topology::node;
+  tally::mutex ok(MPI_COMM_WORLD, good);
+  ok.lock();
+  ok.unlock();
+}
+
+TEST(TopologyErrors, CApiOptions) {
+  tally_options o;
+  tally_options_init(&o);
+  EXPECT_EQ(o.topology, TALLY_TOPOLOGY_AUTO);
+  EXPECT_EQ(o.pass_bound, 16u);
+  o.topology = TALLY_TOPOLOGY_NODE;
+  o.pass_bound = 0;
+  tally_mutex m = nullptr;
+  EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_ERR_ARG);
+  EXPECT_EQ(m, nullptr);
+  o.pass_bound = 3;
+  ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_SUCCESS);
+  ASSERT_EQ(tally_mutex_lock(m), TALLY_SUCCESS);
+  ASSERT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS);
+  ASSERT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
+}
+
+}  // namespace

@@ -222,6 +222,9 @@ class TALLY_API mutex {
   int size() const;
   // The progress mode in effect (progress_mode::automatic resolved at creation).
   progress_mode progress() const;
+  // The topology in effect: flat or node (topology::automatic resolved at creation,
+  // the same on every rank).
+  tally::topology topology() const;
   // The name diagnostics use (options::name, or "mutex #k").
   const std::string& name() const;
 

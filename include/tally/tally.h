@@ -132,6 +132,9 @@ TALLY_API int tally_mutex_get_stats(tally_mutex m, tally_stats *out);
 /* Rank and size of the calling process in the mutex's communicator. */
 TALLY_API int tally_mutex_rank(tally_mutex m, int *rank);
 TALLY_API int tally_mutex_size(tally_mutex m, int *size);
+/* The topology in effect: TALLY_TOPOLOGY_FLAT or TALLY_TOPOLOGY_NODE (AUTO resolved
+ * at creation, the same on every rank). */
+TALLY_API int tally_mutex_topology(tally_mutex m, tally_topology *topology);
 
 /* Collective: drains all messages, frees the mutex and sets *m = NULL. If this rank
  * still held the critical section it is released and TALLY_ERR_STATE is returned,

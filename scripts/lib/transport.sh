@@ -10,11 +10,15 @@
 #         through osc/ucx restricted to UCX's TCP transport (UCX_TLS=tcp,self;
 #         UCX_NET_DEVICES=IF for interface names), osc/pt2pt without UCX. On one
 #         node osc/sm and osc/rdma would use shared memory and never touch TCP.
+#         No shared-memory windows: topology::automatic runs flat (one rank per
+#         "node" is what this transport emulates).
 #   shm+tcp  Ethernet between nodes, shared memory inside a node: pml ob1,
 #         btl self,vader,tcp [btl_tcp_if_include IF]; one-sided through osc/ucx on
 #         UCX's TCP and shared-memory transports (UCX_TLS=tcp,self,sm), which works
-#         across nodes where osc/sm cannot and osc/rdma needs RDMA
-#   ucx   InfiniBand or any UCX fabric: pml ucx, osc ucx
+#         across nodes where osc/sm cannot and osc/rdma needs RDMA; osc/sm first
+#         for windows inside one node (it declines any window with a remote peer),
+#         which MPI_Win_allocate_shared needs: osc/ucx and osc/pt2pt cannot make one
+#   ucx   InfiniBand or any UCX fabric: pml ucx, osc sm,ucx (sm as for shm+tcp)
 #   auto  the MPI library's own choice (and OMPI_MCA_* already in the environment)
 #
 # tally_transport NAME [IF]   sets TALLY_MCA=(name=value ...) and exports UCX_TLS /
@@ -45,11 +49,11 @@ tally_transport() {
       fi
       ;;
     shm+tcp)
-      TALLY_MCA=(pml=ob1 'btl=self,vader,tcp' 'osc=ucx,pt2pt')
+      TALLY_MCA=(pml=ob1 'btl=self,vader,tcp' 'osc=sm,ucx,pt2pt')
       export UCX_TLS="${UCX_TLS:-tcp,self,sm}"
       [[ -z "$tcp_if" ]] || TALLY_MCA+=("btl_tcp_if_include=$tcp_if")
       ;;
-    ucx) TALLY_MCA=(pml=ucx osc=ucx) ;;
+    ucx) TALLY_MCA=(pml=ucx 'osc=sm,ucx') ;;
     auto) ;;
     *)
       printf "transport '%s' is not one of: %s\n" "$name" "$tally_transports" >&2

@@ -287,6 +287,11 @@ int tally_mutex_size(tally_mutex m, int* size) {
   return with(m, [&](tally::mutex& x) { *size = x.size(); });
 }
 
+int tally_mutex_topology(tally_mutex m, tally_topology* topology) {
+  if (!topology) return fail(TALLY_ERR_ARG, "tally: tally_mutex_topology: topology is NULL");
+  return with(m, [&](tally::mutex& x) { *topology = static_cast<tally_topology>(x.topology()); });
+}
+
 int tally_mutex_free(tally_mutex* pm) {
   if (!pm) return fail(TALLY_ERR_ARG, "tally: tally_mutex_free: NULL pointer to handle");
   tally_mutex m = *pm;

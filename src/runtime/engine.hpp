@@ -84,6 +84,7 @@ class engine : public std::enable_shared_from_this<engine> {
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
   progress_mode progress() const noexcept { return opts_.progress; }
+  tally::topology topology() const noexcept { return opts_.topology; }
   const std::string& name() const noexcept { return opts_.name; }
 
   // -- asynchronous acquisition (runtime/async.cpp; the contracts of lock_request)

@@ -147,15 +147,14 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
     // node holds two or more ranks, and falls back to flat where it cannot be built.
     node_ = std::make_unique<node_level>();
     try {
-      node_->open(dup.get(), rank_, size_, opts.pass_bound, opts.initial_owner, opts.payload_bytes, initial_payload,
-                  [this](MPI_Request& r, const char* what) { wait_progressing(r, what, false); });
+      if (!node_->open(dup.get(), rank_, size_, opts.pass_bound, opts.initial_owner, opts.payload_bytes,
+                       initial_payload,
+                       [this](MPI_Request& r, const char* what) { wait_progressing(r, what, false); },
+                       opts_.topology == topology::automatic))
+        node_.reset();
     } catch (const error&) {
       node_.reset();
       if (opts_.topology == topology::node) throw;
-    }
-    if (node_ && opts_.topology == topology::automatic && node_->nodes() == size_) {
-      node_->close();
-      node_.reset();
     }
     opts_.topology = node_ ? topology::node : topology::flat;
   }

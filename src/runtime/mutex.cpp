@@ -55,6 +55,7 @@ tally::stats mutex::stats() const { return engine_->stats(); }
 int mutex::rank() const { return engine_->rank(); }
 int mutex::size() const { return engine_->size(); }
 progress_mode mutex::progress() const { return engine_->progress(); }
+tally::topology mutex::topology() const { return engine_->topology(); }
 const std::string& mutex::name() const { return engine_->name(); }
 
 lock_request mutex::lock_async() { return lock_request(engine_->lock_async()); }

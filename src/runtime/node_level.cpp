@@ -40,9 +40,9 @@ const char* step_name(int s) {
 
 }  // namespace
 
-void node_level::open(MPI_Comm comm, int rank, int n, std::uint32_t pass_bound, int owner,
+bool node_level::open(MPI_Comm comm, int rank, int n, std::uint32_t pass_bound, int owner,
                       std::size_t payload_bytes, std::span<const std::byte> initial_payload,
-                      const waiter& wait) {
+                      const waiter& wait, bool shared_only) {
   // Every step that can fail on some ranks only is followed by an agreement, so that
   // no rank is left waiting in a collective the others abandoned.
   std::string why;
@@ -94,6 +94,13 @@ void node_level::open(MPI_Comm comm, int rank, int n, std::uint32_t pass_bound, 
     if (node_of_[static_cast<std::size_t>(r)] == node_) members_.push_back(r);
   if (static_cast<int>(members_.size()) != locals || members_[static_cast<std::size_t>(local_)] != rank)
     throw error(errc::mpi, "tally: topology node: the shared-memory split disagrees with the rank order");
+  if (shared_only && nodes() == n) {  // every rank has its own node: nothing to share
+    node_comm_.free("MPI_Comm_free(node)");
+    leaders_.clear();
+    node_of_.clear();
+    members_.clear();
+    return false;
+  }
 
   // The window: spinlock line, a grant line per local rank, the cohort, the payload.
   layout_ = protocol::cohort_layout::of(nodes(), locals);
@@ -126,6 +133,7 @@ void node_level::open(MPI_Comm comm, int rank, int n, std::uint32_t pass_bound, 
     std::memcpy(payload_.data(), initial_payload.data(), payload_.size());
   check_mpi(MPI_Ibarrier(node_comm_.get(), &req), "MPI_Ibarrier(node)");
   wait(req, "MPI_Ibarrier(node)");
+  return true;
 }
 
 void node_level::close() {

@@ -42,9 +42,10 @@ class node_level {
   // memory, learns every rank's node, allocates and initializes the window (the
   // token idle on the node of `owner`, whose rank copies `initial_payload` in).
   // Every rank of comm either succeeds or throws the same tally::error (errc::mpi,
-  // naming the step that failed on some rank).
-  void open(MPI_Comm comm, int rank, int n, std::uint32_t pass_bound, int owner, std::size_t payload_bytes,
-            std::span<const std::byte> initial_payload, const waiter& wait);
+  // naming the step that failed on some rank). With `shared_only`, every rank
+  // returns false, having allocated nothing, where no node holds two ranks.
+  bool open(MPI_Comm comm, int rank, int n, std::uint32_t pass_bound, int owner, std::size_t payload_bytes,
+            std::span<const std::byte> initial_payload, const waiter& wait, bool shared_only = false);
   // Collective over the node: frees the window and the node communicator.
   void close();
 

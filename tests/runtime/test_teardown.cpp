@@ -19,12 +19,14 @@ int MPI_Comm_idup(MPI_Comm comm, MPI_Comm* out, MPI_Request* req) {
   return PMPI_Comm_idup(comm, out, req);
 }
 int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm* out) {
-  ++comms_made;
-  return PMPI_Comm_split_type(comm, type, key, info, out);
+  const int rc = PMPI_Comm_split_type(comm, type, key, info, out);
+  if (rc == MPI_SUCCESS) ++comms_made;
+  return rc;
 }
 int MPI_Win_allocate_shared(MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base, MPI_Win* win) {
-  ++wins_made;
-  return PMPI_Win_allocate_shared(size, unit, info, comm, base, win);
+  const int rc = PMPI_Win_allocate_shared(size, unit, info, comm, base, win);
+  if (rc == MPI_SUCCESS) ++wins_made;  // a failed allocation leaves nothing to free
+  return rc;
 }
 int MPI_Win_free(MPI_Win* win) {
   ++wins_freed;

@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <map>
 #include <vector>
 
@@ -25,24 +27,8 @@ using tally::test::shared_counter;
 using tally::test::world_rank;
 using tally::test::world_size;
 
-// Every rank's node, as the split the node topology uses sees it (the node is
-// named by its lowest rank).
-std::vector<int> nodes_of_ranks() {
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank(), MPI_INFO_NULL, &node);
-  int leader = world_rank();
-  MPI_Bcast(&leader, 1, MPI_INT, 0, node);
-  MPI_Comm_free(&node);
-  std::vector<int> out(static_cast<std::size_t>(world_size()));
-  MPI_Allgather(&leader, 1, MPI_INT, out.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  return out;
-}
-
-int count_nodes(const std::vector<int>& node_of) {
-  std::vector<int> v = node_of;
-  std::sort(v.begin(), v.end());
-  return static_cast<int>(std::unique(v.begin(), v.end()) - v.begin());
-}
+using tally::test::count_nodes;
+using tally::test::nodes_of_ranks;
 
 std::uint64_t global_sum(std::uint64_t v) {
   std::uint64_t s = 0;
@@ -100,7 +86,7 @@ class Topology : public ::testing::TestWithParam<tally::progress_mode> {
 };
 
 TEST_P(Topology, ExclusionAndMessagesPerLevel) {
-  constexpr int iterations = 200;
+  constexpr int iterations = 60;  // the counter is one-sided MPI: slow across nodes
   const std::vector<int> node_of = nodes_of_ranks();
   const int k = count_nodes(node_of);
   tally::mutex m(MPI_COMM_WORLD, opts(2));
@@ -279,6 +265,44 @@ TEST(TopologyErrors, BadOrDisagreeingOptionsFailEveryRank) {
   ok.unlock();
 }
 
+// topology() reports what automatic chose: node where some node holds two or more
+// ranks, else flat; $TALLY_TOPOLOGY overrides automatic, never an explicit choice.
+TEST(TopologyChoice, AutomaticAndTheEnvironment) {
+  const std::vector<int> node_of = nodes_of_ranks();
+  const bool shared = count_nodes(node_of) < world_size();
+  const char* saved = std::getenv("TALLY_TOPOLOGY");
+  const std::string restore = saved ? saved : "";
+  ::unsetenv("TALLY_TOPOLOGY");
+  {
+    tally::mutex m(MPI_COMM_WORLD);
+    EXPECT_EQ(m.topology(), shared ? tally::topology::node : tally::topology::flat);
+    EXPECT_EQ(tally::test::token_entries(m), shared ? count_nodes(node_of) : world_size());
+  }
+  ::setenv("TALLY_TOPOLOGY", "flat", 1);
+  {
+    tally::mutex m(MPI_COMM_WORLD);
+    EXPECT_EQ(m.topology(), tally::topology::flat);
+    tally::options node;
+    node.topology = tally::topology::node;
+    tally::mutex n(MPI_COMM_WORLD, node);
+    EXPECT_EQ(n.topology(), tally::topology::node);
+  }
+  ::setenv("TALLY_TOPOLOGY", "node", 1);
+  {
+    tally::mutex m(MPI_COMM_WORLD);
+    EXPECT_EQ(m.topology(), tally::topology::node);
+    tally::options flat;
+    flat.topology = tally::topology::flat;
+    tally::mutex f(MPI_COMM_WORLD, flat);
+    EXPECT_EQ(f.topology(), tally::topology::flat);
+  }
+  if (restore.empty()) {
+    ::unsetenv("TALLY_TOPOLOGY");
+  } else {
+    ::setenv("TALLY_TOPOLOGY", restore.c_str(), 1);
+  }
+}
+
 TEST(TopologyErrors, CApiOptions) {
   tally_options o;
   tally_options_init(&o);
@@ -291,6 +315,10 @@ TEST(TopologyErrors, CApiOptions) {
   EXPECT_EQ(m, nullptr);
   o.pass_bound = 3;
   ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_SUCCESS);
+  tally_topology t = TALLY_TOPOLOGY_AUTO;
+  EXPECT_EQ(tally_mutex_topology(m, &t), TALLY_SUCCESS);
+  EXPECT_EQ(t, TALLY_TOPOLOGY_NODE);
+  EXPECT_EQ(tally_mutex_topology(m, nullptr), TALLY_ERR_ARG);
   ASSERT_EQ(tally_mutex_lock(m), TALLY_SUCCESS);
   ASSERT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS);
   ASSERT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);

@@ -14,7 +14,7 @@ ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 TRANSPORT_MCA = {
     "shm": {"pml": "ob1", "btl": "self,vader", "osc": "sm,pt2pt"},
     "tcp": {"pml": "ob1", "btl": "self,tcp", "osc": "ucx,pt2pt"},
-    "shm+tcp": {"pml": "ob1", "btl": "self,vader,tcp", "osc": "ucx,pt2pt"},
+    "shm+tcp": {"pml": "ob1", "btl": "self,vader,tcp", "osc": "sm,ucx,pt2pt"},
     "ucx": {"pml": "ucx"},
     "auto": {},
 }

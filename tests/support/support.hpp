@@ -3,11 +3,13 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tally/mutex.hpp"
 
@@ -40,6 +42,32 @@ inline int world_size() {
   int s = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &s);
   return s;
+}
+
+// Every rank's node, as the split the node topology uses sees it (a node is named
+// by its lowest rank). Collective over MPI_COMM_WORLD.
+inline std::vector<int> nodes_of_ranks() {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank(), MPI_INFO_NULL, &node);
+  int leader = world_rank();
+  MPI_Bcast(&leader, 1, MPI_INT, 0, node);
+  MPI_Comm_free(&node);
+  std::vector<int> out(static_cast<std::size_t>(world_size()));
+  MPI_Allgather(&leader, 1, MPI_INT, out.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  return out;
+}
+
+inline int count_nodes(const std::vector<int>& node_of) {
+  std::vector<int> v = node_of;
+  std::sort(v.begin(), v.end());
+  return static_cast<int>(std::unique(v.begin(), v.end()) - v.begin());
+}
+
+// Entries of a mutex's token (LN and queue): one per node under topology::node,
+// one per rank under flat. Collective over MPI_COMM_WORLD.
+inline int token_entries(const tally::mutex& m) {
+  const int k = count_nodes(nodes_of_ranks());
+  return m.topology() == tally::topology::node ? k : m.size();
 }
 
 // A barrier that keeps driving the mutex while it waits, so that a rank holding

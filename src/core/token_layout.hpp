@@ -7,7 +7,9 @@
 //   offset 8n      queue length    1 x 32-bit signed
 //   offset 8n+4    Q[0..n)         n x 32-bit signed (the first `length` are used)
 //   offset 12n+4   payload         p bytes
-// A REQUEST is one 64-bit unsigned sequence number (the sender is the MPI source).
+// A REQUEST is one 64-bit unsigned sequence number (the sender is the MPI source);
+// between nodes it is two: the sequence number and the asking rank. In the node
+// topology n is the number of nodes and Q names the asking rank of each node.
 #pragma once
 
 #include <cstddef>
@@ -37,5 +39,8 @@ static_assert(token_layout::bytes(2) == 28 && token_layout::bytes(3, 5) == 45);
 
 // A REQUEST message: one sequence number.
 inline constexpr std::size_t request_bytes = sizeof(std::uint64_t);
+// A REQUEST between nodes (topology::node, core/cohort.hpp): the sequence number and
+// the global rank that asked, which the token goes to.
+inline constexpr std::size_t node_request_bytes = 2 * sizeof(std::uint64_t);
 
 }  // namespace tally::protocol

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/token_layout.hpp"
+
 namespace tally::detail {
 
 namespace {
@@ -19,7 +21,8 @@ bool all_null(const std::vector<MPI_Request>& reqs) {
 void transport::open(comm_handle comm, shape sh) {
   comm_ = std::move(comm);
   shape_ = std::move(sh);
-  words_ = shape_.with_requester ? 2 : 1;
+  words_ = static_cast<int>((shape_.with_requester ? protocol::node_request_bytes : protocol::request_bytes) /
+                            sizeof(std::uint64_t));
   wire_ = wire_format(shape_.token_entries, shape_.payload_bytes);
   token_buf_.assign(wire_.bytes(), std::byte{0});
   const int posted = std::min(shape_.request_receives, max_posted_requests);

@@ -51,6 +51,13 @@ constexpr const char* help_tail = R"(  --requests-per-rank R     critical sectio
   --byte-time T             G: time per payload byte (the token is 12N+4 bytes)
   --eager-limit BYTES       E: larger messages take the rendezvous protocol
   --rendezvous T            R: extra latency of a message over E bytes
+  --ranks-per-node R        ranks [kR, (k+1)R) share node k: a message between two
+                            of them costs the shm preset's, not the network's
+                            (default: one rank per node); two-level needs it
+  --pass-bound B            two-level: local grants in a row while another node
+                            waits (default 16, as the runtime's)
+  --local-grant T           two-level: a grant inside a node, unlock to the
+                            waiter's entry (default: the calibrated shm value)
   --seed S                  random seed (default 1)
   --json                    JSON report instead of a table
   --progress, --no-progress progress bar on stderr (default: only on a terminal)
@@ -146,6 +153,8 @@ options parse(const std::vector<std::string>& args) {
   std::string algo = "suzuki-kasami";
   duration_dist cs{duration_dist::shape::fixed, 1'000'000, 0}, think;
   std::uint64_t seed = 1;
+  std::optional<std::uint64_t> per_node, bound;
+  std::optional<ps_t> local_grant;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string opt = args[i], val;
     bool has_val = false;
@@ -191,6 +200,9 @@ options parse(const std::vector<std::string>& args) {
     else if (opt == "--eager-limit") eager = parse_uint(opt, value(), 0, UINT64_MAX);
     else if (opt == "--rendezvous") rendezvous = parse_ps(opt, value());
     else if (opt == "--seed") seed = parse_uint(opt, value(), 0, UINT64_MAX);
+    else if (opt == "--ranks-per-node") per_node = parse_uint(opt, value(), 1, 1u << 24);
+    else if (opt == "--pass-bound") bound = parse_uint(opt, value(), 1, 1u << 20);
+    else if (opt == "--local-grant") local_grant = parse_ps(opt, value());
     else throw usage_error("unknown option '" + args[i] + "'");
   }
   if (o.help) return o;
@@ -220,6 +232,20 @@ options parse(const std::vector<std::string>& args) {
   if (byte_time) c.net.byte_time = *byte_time;
   if (eager) c.net.eager_limit = *eager;
   if (rendezvous) c.net.rendezvous = *rendezvous;
+
+  if (per_node) {
+    if (*ranks % *per_node != 0)
+      throw usage_error("--ranks-per-node " + std::to_string(*per_node) + " does not divide --ranks " +
+                        std::to_string(*ranks));
+    c.ranks_per_node = static_cast<std::int32_t>(*per_node);
+    c.intra = presets.front().params;
+  } else if (c.algorithm == "two-level") {
+    throw usage_error("two-level needs --ranks-per-node");
+  }
+  if ((bound || local_grant) && c.algorithm != "two-level")
+    throw usage_error("--pass-bound and --local-grant apply to --algorithm two-level only");
+  c.pass_bound = static_cast<std::uint32_t>(bound.value_or(16));
+  c.local_grant = local_grant.value_or(shm_local_grant);
 
   workload& w = c.load;
   w.ranks = static_cast<std::int32_t>(*ranks);

@@ -239,15 +239,25 @@ class scheduler {
   ps_t now() const noexcept { return now_; }
   std::int32_t size() const noexcept { return n_; }
   const network_params& network() const noexcept { return net_; }
-  // Point-to-point message.
+  // Point-to-point message (priced by link(from, to)).
   void send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
             std::uint64_t val = 0);
+  // Not a message: `to` learns something through shared memory `delay` after now
+  // (a grant inside a node). Delivered to the model as kind k; not counted, no port.
+  void wake(std::int32_t from, std::int32_t to, msg_kind k, ps_t delay, std::uint64_t val = 0);
   // To every other rank, in rotating order from+1, from+2, ... (mod n).
   void broadcast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::uint64_t val);
   // To `to` in the given order. Take the vector from borrow_list() to reuse storage.
   void multicast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::vector<std::int32_t> to,
                  std::uint64_t val = 0);
   std::vector<std::int32_t> borrow_list();
+  // Ranks [kR, (k+1)R) share node k: point-to-point messages between two of them
+  // are priced by `intra` instead of the network (broadcasts and multicasts always
+  // by the network). Call before run(); R = 0 (the default) means one rank per node.
+  void split_nodes(std::int32_t ranks_per_node, const network_params& intra);
+  const network_params& link(std::int32_t from, std::int32_t to) const noexcept {
+    return rpn_ > 0 && from / rpn_ == to / rpn_ ? intra_ : net_;
+  }
   // Rank i enters its critical section now. Throws invariant_violation if another
   // rank is in its CS or i has no outstanding request.
   void enter(std::int32_t i);
@@ -272,7 +282,8 @@ class scheduler {
   void start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::int32_t count,
                   std::uint32_t list, std::uint64_t val);
   std::int32_t recipient(const detail::cast& c) const noexcept;
-  void arrive(ps_t t, const message& m);
+  // m reaches its receiver at t; o: the receiver's handling overhead on its link.
+  void arrive(ps_t t, const message& m, ps_t o);
   void fire_cast(std::size_t lane_index, detail::cast c);
   void fire(const event& e);
   void issue(std::int32_t i);
@@ -280,6 +291,8 @@ class scheduler {
   void verify_end() const;
 
   network_params net_;
+  network_params intra_{};
+  std::int32_t rpn_ = 0;
   workload w_;
   std::int32_t n_;
   Model model_;

@@ -76,14 +76,30 @@ ps_t scheduler<Model>::reserve_port(std::int32_t from, ps_t busy) {
 template <class Model>
 void scheduler<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
                          std::uint64_t val) {
-  const ps_t start = reserve_port(from, net_.slot(bytes));
+  const network_params& p = link(from, to);
+  const ps_t start = reserve_port(from, p.slot(bytes));
   const auto ki = static_cast<std::size_t>(k);
   ++r_.messages[ki];
   r_.bytes[ki] += bytes;
   if (start == now_)
-    schedule_in(net_.transit(bytes), event::type::arrive, k, from, to, val);
+    schedule_in(p.transit(bytes), event::type::arrive, k, from, to, val);
   else
-    schedule(start + net_.transit(bytes), event::type::arrive, k, from, to, val);
+    schedule(start + p.transit(bytes), event::type::arrive, k, from, to, val);
+}
+
+template <class Model>
+void scheduler<Model>::wake(std::int32_t from, std::int32_t to, msg_kind k, ps_t delay,
+                         std::uint64_t val) {
+  schedule_in(delay, event::type::handle, k, from, to, val);
+}
+
+template <class Model>
+void scheduler<Model>::split_nodes(std::int32_t ranks_per_node, const network_params& intra) {
+  if (ranks_per_node < 0 || (ranks_per_node > 0 && n_ % ranks_per_node != 0))
+    throw error(errc::arg, "tally-sim: " + std::to_string(n_) + " ranks do not split into nodes of " +
+                               std::to_string(ranks_per_node));
+  rpn_ = ranks_per_node;
+  intra_ = intra;
 }
 
 // Reserves the sender's port for `count` back-to-back messages and schedules the
@@ -160,13 +176,13 @@ std::int32_t scheduler<Model>::recipient(const detail::cast& c) const noexcept {
 // A message reaches m.to's receive handler; `t` is when an idle handler would be done
 // with it (arrival + o). A busy handler defers it; a sink drops it.
 template <class Model>
-void scheduler<Model>::arrive(ps_t t, const message& m) {
+void scheduler<Model>::arrive(ps_t t, const message& m, ps_t o) {
   advance(t);
   if (model_.sink(m.to)) return;
   ps_t& rx = rx_[static_cast<std::size_t>(m.to)];
-  const ps_t arrival = t - net_.overhead;
+  const ps_t arrival = t - o;
   if (rx > arrival) {
-    rx += net_.overhead;
+    rx += o;
     schedule(rx, event::type::handle, m.kind, m.from, m.to, m.val);
     return;
   }
@@ -176,7 +192,7 @@ void scheduler<Model>::arrive(ps_t t, const message& m) {
 
 template <class Model>
 void scheduler<Model>::fire_cast(std::size_t lane_index, detail::cast c) {
-  arrive(c.t, message{c.kind, c.from, recipient(c), c.val});
+  arrive(c.t, message{c.kind, c.from, recipient(c), c.val}, net_.overhead);
   if (++c.pos < c.count) {
     c.t += lanes_[lane_index].slot;
     c.tie = tie_++;
@@ -199,7 +215,7 @@ void scheduler<Model>::fire(const event& e) {
       leave(e.a);
       return;
     case event::type::arrive:
-      arrive(e.t, message{e.kind, e.a, e.b, e.val});
+      arrive(e.t, message{e.kind, e.a, e.b, e.val}, link(e.a, e.b).overhead);
       return;
     case event::type::handle:
       advance(e.t);

@@ -66,8 +66,15 @@ std::string report_json(const run_config& c, const summary& s) {
     << ns(c.net.latency) << ", \"overhead_ns\": " << ns(c.net.overhead)
     << ", \"gap_ns\": " << ns(c.net.gap) << ", \"byte_time_ns\": " << fmt("%.6f", c.net.byte_time / 1000)
     << ", \"eager_limit\": " << c.net.eager_limit << ", \"rendezvous_ns\": " << ns(c.net.rendezvous)
-    << "},\n"
-    << "  \"workload\": {\"cs\": \"" << describe(w.cs) << "\", \"think\": \"" << describe(w.think)
+    << "},\n";
+  if (c.ranks_per_node > 0) {
+    o << "  \"nodes\": {\"ranks_per_node\": " << c.ranks_per_node << ", \"count\": " << w.ranks / c.ranks_per_node
+      << ", \"intra_latency_ns\": " << ns(c.intra.latency);
+    if (c.algorithm == "two-level")
+      o << ", \"pass_bound\": " << c.pass_bound << ", \"local_grant_ns\": " << ns(c.local_grant);
+    o << "},\n";
+  }
+  o << "  \"workload\": {\"cs\": \"" << describe(w.cs) << "\", \"think\": \"" << describe(w.think)
     << "\", \"requests_per_rank\": " << w.requests_per_rank
     << ", \"total_requests\": " << w.total_requests << ", \"seed\": " << w.seed << "},\n"
     << "  \"results\": {\n"
@@ -106,6 +113,11 @@ std::string report_table(const run_config& c, const summary& s) {
                      human(static_cast<double>(c.net.overhead)).c_str(),
                      human(static_cast<double>(c.net.gap)).c_str(), human(c.net.byte_time).c_str(),
                      human(static_cast<double>(c.net.rendezvous)).c_str(), c.net.eager_limit));
+  if (c.ranks_per_node > 0)
+    row("nodes", fmt("%d of %d ranks, shm inside", w.ranks / c.ranks_per_node, c.ranks_per_node) +
+                     (c.algorithm == "two-level" ? fmt(", pass bound %u, local grant %s", c.pass_bound,
+                                                       human(static_cast<double>(c.local_grant)).c_str())
+                                                 : std::string()));
   row("workload", "cs " + describe(w.cs) + ", think " + describe(w.think) + ", " +
                       (w.requests_per_rank ? std::to_string(w.requests_per_rank) + " per rank"
                                            : std::to_string(w.total_requests) + " in total") +

@@ -3,10 +3,13 @@
 #include "sim/run.hpp"
 
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 #include "sim/models/central.hpp"
 #include "sim/models/ricart_agrawala.hpp"
 #include "sim/models/suzuki_kasami.hpp"
+#include "sim/models/two_level.hpp"
 
 namespace tally::sim {
 
@@ -14,7 +17,14 @@ namespace {
 
 template <class Model>
 summary run_model(const run_config& cfg, const progress_fn& progress, std::uint64_t every) {
-  scheduler<Model> e(cfg.net, cfg.load);
+  auto make = [&]() -> scheduler<Model> {
+    if constexpr (std::is_constructible_v<Model, std::int32_t, const std::vector<std::int32_t>&, const run_config&>)
+      return scheduler<Model>(cfg.net, cfg.load, cfg);
+    else
+      return scheduler<Model>(cfg.net, cfg.load);
+  };
+  scheduler<Model> e = make();
+  if (cfg.ranks_per_node > 0) e.split_nodes(cfg.ranks_per_node, cfg.intra);
   raw_results r = e.run(progress, every);
   const std::uint64_t local = e.model().local_entries(r);
   summary s = summarize(std::move(r), cfg.load);
@@ -30,6 +40,7 @@ constexpr model_entry row(const char* about) {
 // To add a lock model: a file in sim/models/ and a row here.
 constexpr model_entry table[] = {
     row<suzuki_kasami>("the real protocol core (the default)"),
+    row<two_level>("the real two-level core: SK between nodes, grants inside"),
     row<ricart_agrawala>("Ricart-Agrawala, 2(n-1) messages per entry"),
     row<central>("a lock server on rank 0"),
 };
@@ -53,6 +64,9 @@ const std::vector<network_preset>& network_presets() {
   };
   return presets;
 }
+
+// MEASURE: set from tally_bench's Handoff<tally_node> at 2 ranks on this machine.
+const ps_t shm_local_grant = 100'000;
 
 summary simulate(const run_config& cfg, const progress_fn& progress, std::uint64_t every) {
   const model_entry* m = find_model(cfg.algorithm);

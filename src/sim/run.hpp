@@ -24,13 +24,25 @@ struct network_preset {
   const char* name;
   network_params params;
 };
+// The first is the default network and prices messages inside a node.
 const std::vector<network_preset>& network_presets();
+// A grant inside a node in the shm preset's setting: unlock to the waiter's entry
+// under the runtime's topology::node (docs/simulator.md#calibration).
+extern const ps_t shm_local_grant;
 
 struct run_config {
   std::string algorithm = "suzuki-kasami";  // a model's name (models())
   std::string network_name = "shm";  // preset the parameters started from
-  network_params net{};
+  network_params net{};               // between nodes (every message when R = 0)
   workload load{};
+  // Nodes: ranks [kR, (k+1)R) share node k, and a point-to-point message inside a
+  // node costs `intra` (the shm preset) in every model. R = 0: one rank per node.
+  std::int32_t ranks_per_node = 0;
+  network_params intra{};
+  // two-level only: the local pass bound B, and the time from a local grant to the
+  // waiter's entry (a shared-memory store it spins on).
+  std::uint32_t pass_bound = 16;
+  ps_t local_grant = 0;
 };
 
 // The report. Everything here is a function of the configuration alone.

@@ -15,6 +15,7 @@
 #include "sim/models/central.hpp"
 #include "sim/models/ricart_agrawala.hpp"
 #include "sim/models/suzuki_kasami.hpp"
+#include "sim/models/two_level.hpp"
 #include "sim/des.hpp"
 #include "sim/run.hpp"
 #include "tally/error.hpp"
@@ -284,6 +285,115 @@ TEST(NetworkModel, SaturatedHandoffIsOneOrTwoMessageTimes) {
   }
 }
 
+// --- two-level: the cohort core across simulated nodes ---------------------------------
+
+struct shape_case {
+  std::int32_t nodes, per_node;
+  std::uint32_t bound;
+};
+const shape_case shapes[] = {{1, 4, 1}, {2, 1, 1}, {3, 2, 1}, {4, 3, 2}, {5, 4, 16}, {8, 8, 3}};
+
+run_config two_level_config(const shape_case& sc, workload w) {
+  run_config c;
+  c.algorithm = "two-level";
+  c.net = net_a();
+  c.intra = net_a();
+  c.intra.latency = 50 * ns;  // distinct from the network's, to tell them apart
+  c.ranks_per_node = sc.per_node;
+  c.pass_bound = sc.bound;
+  c.local_grant = 30 * ns;
+  c.load = std::move(w);
+  return c;
+}
+
+TEST(TwoLevel, KMinusOneRequestsPerNodeRequestAndNoMessageInsideANode) {
+  for (const shape_case& sc : shapes)
+    for (const auto& wc : workloads)
+      for (std::uint64_t seed : {1u, 2u}) {
+        const std::int32_t n = sc.nodes * sc.per_node;
+        SCOPED_TRACE(std::string(wc.name) + " " + std::to_string(sc.nodes) + "x" + std::to_string(sc.per_node) +
+                     " B=" + std::to_string(sc.bound));
+        const run_config c = two_level_config(sc, per_rank(n, 25, wc.cs, wc.think, seed));
+        scheduler<two_level> e(c.net, c.load, c);
+        e.split_nodes(c.ranks_per_node, c.intra);
+        const raw_results r = e.run();  // the model's own end checks run here too
+        EXPECT_EQ(r.entries, 25u * static_cast<std::uint64_t>(n));
+        const auto k = static_cast<std::uint64_t>(sc.nodes);
+        const std::uint64_t requests = msgs(r, msg_kind::request), tokens = msgs(r, msg_kind::token);
+        if (k == 1) {
+          EXPECT_EQ(requests + tokens, 0u);  // one node: shared memory only
+        } else {
+          EXPECT_EQ(requests % (k - 1), 0u);
+          EXPECT_LE(tokens, requests / (k - 1));  // at most one token per node request
+          EXPECT_GT(tokens, 0u);
+        }
+        EXPECT_EQ(r.bytes[static_cast<std::size_t>(msg_kind::request)], requests * tally::protocol::node_request_bytes);
+        EXPECT_EQ(r.bytes[static_cast<std::size_t>(msg_kind::token)], tokens * token_bytes(sc.nodes));
+        // Entries without a token message: re-entries and local grants.
+        EXPECT_EQ(e.model().local_entries(r) + tokens, r.entries);
+      }
+}
+
+TEST(TwoLevel, SaturatedHandoffIsALocalGrantOrOneToken) {
+  // CS of 5 us: every node always has waiters and every REQUEST has arrived. A
+  // handoff is a local grant (30 ns) or the token between nodes; each node passes
+  // locally exactly B times between tokens once all are queued.
+  for (std::uint32_t bound : {1u, 2u, 5u}) {
+    const shape_case sc{4, 3, bound};
+    const run_config c = two_level_config(sc, per_rank(12, 30, fixed(5000 * ns)));
+    const summary s = simulate(c);
+    scheduler<two_level> e(c.net, c.load, c);
+    e.split_nodes(c.ranks_per_node, c.intra);
+    const raw_results r = e.run();
+    std::vector<ps_t> kinds(r.handoffs.begin(), r.handoffs.end());
+    std::sort(kinds.begin(), kinds.end());
+    kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+    EXPECT_EQ(kinds, (std::vector<ps_t>{30 * ns, net_a().transit(token_bytes(4))})) << "B=" << bound;
+    const std::uint64_t tokens = msgs(r, msg_kind::token);
+    const auto grants = static_cast<std::uint64_t>(
+        std::count(r.handoffs.begin(), r.handoffs.end(), 30 * ns));
+    EXPECT_LE(grants, bound * (tokens + 1)) << "B=" << bound;  // the pass bound
+    EXPECT_GE(grants, bound * (tokens - 4)) << "B=" << bound;  // ... and used in full
+    EXPECT_EQ(s.entries, r.entries);
+  }
+}
+
+TEST(TwoLevel, WaitGrowsWithThePassBound) {
+  // Saturated 8 x 8: a request waits behind at most B local entries per node ahead
+  // of it, so the longest wait grows with B; B = 1 is the fairest.
+  ps_t last = 0;
+  for (std::uint32_t bound : {1u, 4u, 16u}) {
+    const summary s = simulate(two_level_config({8, 8, bound}, per_rank(64, 20, fixed(1000 * ns))));
+    EXPECT_GT(s.wait_max, last) << "B=" << bound;
+    last = s.wait_max;
+  }
+}
+
+TEST(NetworkModel, MessagesInsideANodeCostTheIntraParameters) {
+  // Central server on rank 0, nodes of 2: client 1 shares the server's node, clients
+  // 2 and 3 do not. Saturated handoffs: RELEASE + GRANT within node 0 (1 -> 0 -> 1)
+  // or across (2 or 3 -> 0 -> next).
+  run_config c;
+  c.algorithm = "central";
+  c.net = net_a();
+  c.intra = net_a();
+  c.intra.latency = 50 * ns;
+  c.ranks_per_node = 2;
+  c.load = per_rank(4, 20, fixed(5000 * ns));
+  c.load.active = {1, 2, 3};
+  scheduler<central> e(c.net, c.load);
+  e.split_nodes(2, c.intra);
+  EXPECT_EQ(&e.link(0, 1), &e.link(1, 0));
+  EXPECT_EQ(e.link(0, 1).latency, 50 * ns);
+  EXPECT_EQ(e.link(1, 2).latency, 500 * ns);
+  const raw_results r = e.run();
+  for (ps_t h : r.handoffs) {
+    // One of the two messages may be inside node 0 (to or from rank 1), or neither.
+    EXPECT_TRUE(h == 2 * net_a().transit(0) || h == net_a().transit(0) + c.intra.transit(0)) << h;
+  }
+  EXPECT_THROW(e.split_nodes(3, c.intra), tally::error);
+}
+
 TEST(NetworkModel, RendezvousAboveTheEagerLimit) {
   network_params p = net_a();
   p.eager_limit = 100;
@@ -385,7 +495,13 @@ TEST(RunCommand, UsageErrorsExitTwoAndSayWhy) {
       {{"--ranks", "1"}, "--ranks: expected an integer in [2, 16777216], got '1'"},
       {{"--ranks", "12x"}, "--ranks: expected an integer"},
       {{"--ranks"}, "--ranks: missing value"},
-      {{"--ranks", "8", "--algorithm", "paxos"}, "--algorithm: expected one of suzuki-kasami, ricart-agrawala, central"},
+      {{"--ranks", "8", "--algorithm", "paxos"},
+       "--algorithm: expected one of suzuki-kasami, two-level, ricart-agrawala, central"},
+      {{"--ranks", "8", "--algorithm", "two-level"}, "two-level needs --ranks-per-node"},
+      {{"--ranks", "8", "--ranks-per-node", "3"}, "--ranks-per-node 3 does not divide --ranks 8"},
+      {{"--ranks", "8", "--pass-bound", "2"}, "apply to --algorithm two-level only"},
+      {{"--ranks", "8", "--algorithm", "two-level", "--ranks-per-node", "2", "--pass-bound", "0"},
+       "--pass-bound: expected an integer in [1, "},
       {{"--ranks", "8", "--cs-time", "5"}, "--cs-time: expected a duration"},
       {{"--ranks", "8", "--cs-time", "-1us"}, "--cs-time: expected a duration"},
       {{"--ranks", "8", "--think-time", "uniform:2us:1us"}, "needs LO <= HI"},

@@ -1,0 +1,141 @@
+// sim/models/two_level.hpp — the two-level (topology-aware) Suzuki–Kasami lock in
+// tally-sim.
+//
+// Ranks [kR, (k+1)R) form node k. Each node's state is a real tally::protocol::cohort
+// over its own block of memory, the same transition function the MPI runtime runs
+// in its shared-memory window; this model only carries the actions it returns:
+//   - a grant to another rank of the node: no message, the waiter enters
+//     `local_grant` later (the shared-memory store it spins on; calibrated from the
+//     runtime's measured intra-node handoff, docs/simulator.md);
+//   - the token (LN and queue over K nodes, 12K + 4 bytes) to one rank: a message;
+//   - REQUEST(seq, requester), 16 bytes, to the leader (local rank 0) of each of the
+//     other K-1 nodes: a multicast, in the order the runtime sends it.
+// Costs the runtime has and this model leaves out: the node spinlock's cache-line
+// traffic (two short critical sections per entry), and the leader's delay in
+// noticing a REQUEST while it computes (tally's progress thread answers it).
+// The token starts idle on node 0.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cohort.hpp"
+#include "core/token_layout.hpp"
+#include "sim/des.hpp"
+#include "sim/run.hpp"
+
+namespace tally::sim {
+
+class two_level {
+ public:
+  static constexpr const char* name = "two-level";
+  static constexpr msg_kind kinds[] = {msg_kind::request, msg_kind::token};
+
+  // Throws tally::error(errc::arg) unless R divides n and B >= 1.
+  two_level(std::int32_t n, const std::vector<std::int32_t>& active, const run_config& cfg);
+
+  bool sink(std::int32_t) const noexcept { return false; }
+  void prefetch(std::int32_t, std::int32_t) const noexcept {}
+  // Entries that cost no message: re-entries of an idle holder and local grants.
+  std::uint64_t local_entries(const raw_results&) const noexcept;
+
+  template <class E>
+  void lock(E& e, std::int32_t i) {
+    const std::int32_t k = i / r_, l = i % r_;
+    const protocol::cohort_step s = nodes_[static_cast<std::size_t>(k)].lock(l);
+    check(s, i, "lock");
+    carry(e, k, l, s);
+  }
+
+  template <class E>
+  void unlock(E& e, std::int32_t i) {
+    const std::int32_t k = i / r_, l = i % r_;
+    const protocol::cohort_step s = nodes_[static_cast<std::size_t>(k)].unlock(l);
+    check(s, i, "unlock");
+    carry(e, k, l, s);
+  }
+
+  template <class E>
+  void deliver(E& e, const message& m) {
+    const std::int32_t k = m.to / r_, l = m.to % r_;
+    protocol::cohort& c = nodes_[static_cast<std::size_t>(k)];
+    if (m.kind == msg_kind::grant) {  // a local grant became visible to its waiter
+      if (c.in_cs() != l) fail("rank " + std::to_string(m.to) + " woken but not granted");
+      e.enter(m.to);
+      return;
+    }
+    if (m.kind == msg_kind::request) {
+      const auto requester = static_cast<std::int32_t>(m.val & requester_mask);
+      const protocol::cohort_step s = c.on_request(l, protocol::rank_t(requester), protocol::seq_t(m.val >> requester_bits));
+      check(s, m.to, "REQUEST");
+      carry(e, k, l, s);
+      return;
+    }
+    if (!flight_ || flight_to_ != m.to)
+      fail("token delivered to rank " + std::to_string(m.to) + " but it is not in flight there");
+    const flight f = std::move(*flight_);
+    flight_.reset();
+    const protocol::cohort_step s = c.on_token(l, f.ln, f.queue);
+    check(s, m.to, "token");
+    carry(e, k, l, s);
+  }
+
+  // Token conservation, idle nodes and message accounting at the end of a run.
+  template <class E>
+  void finish(const E& e) const {
+    finish_checks(e.sent(msg_kind::request), e.sent(msg_kind::token), e.entries());
+  }
+
+ private:
+  static constexpr int requester_bits = 24;  // n <= 2^24 (tally-sim's limit)
+  static constexpr std::uint64_t requester_mask = (std::uint64_t{1} << requester_bits) - 1;
+
+  struct flight {
+    std::vector<protocol::seq_t> ln;
+    std::vector<protocol::rank_t> queue;
+  };
+
+  template <class E>
+  void carry(E& e, std::int32_t k, std::int32_t by, const protocol::cohort_step& s) {
+    const protocol::cohort& c = nodes_[static_cast<std::size_t>(k)];
+    const std::int32_t self = k * r_ + by;
+    if (s.act.grant >= 0) {
+      const std::int32_t g = k * r_ + s.act.grant;
+      if (g == self)
+        e.enter(g);
+      else
+        e.wake(self, g, msg_kind::grant, local_grant_);
+    }
+    if (s.act.token_to.value() >= 0) {
+      if (flight_) fail("node " + std::to_string(k) + " sends a second token");
+      const protocol::cohort_view& v = c.state();
+      flight f{std::vector<protocol::seq_t>(v.ln, v.ln + k_), {}};
+      for (std::int32_t q = 0; q < v.h->tq_len; ++q) f.queue.push_back(protocol::rank_t(v.tq[q]));
+      flight_ = std::move(f);
+      flight_to_ = s.act.token_to.value();
+      e.send(self, flight_to_, msg_kind::token, protocol::token_layout::bytes(static_cast<std::size_t>(k_)));
+    }
+    if (s.act.broadcast) {
+      std::vector<std::int32_t> to = e.borrow_list();
+      for (std::int32_t d = 1; d < k_; ++d) to.push_back((k + d) % k_ * r_);  // the other leaders
+      const auto val = s.act.seq.value() << requester_bits | static_cast<std::uint64_t>(s.act.requester.value());
+      e.multicast(self, msg_kind::request, protocol::node_request_bytes, std::move(to), val);
+    }
+  }
+  void check(const protocol::cohort_step& s, std::int32_t rank, const char* what) const;
+  [[noreturn]] static void fail(const std::string& why);
+  void finish_checks(std::uint64_t requests, std::uint64_t tokens, std::uint64_t entries) const;
+
+  std::int32_t n_, r_, k_;
+  ps_t local_grant_;
+  std::vector<std::int32_t> node_of_;  // rank -> node
+  std::vector<std::int32_t> ranks_;    // 0..n-1: node k's members are [kR, (k+1)R)
+  std::vector<std::vector<std::uint64_t>> blocks_;  // each node's state
+  std::vector<protocol::cohort> nodes_;
+  std::optional<flight> flight_;
+  std::int32_t flight_to_ = -1;
+};
+
+}  // namespace tally::sim

@@ -65,8 +65,9 @@ const std::vector<network_preset>& network_presets() {
   return presets;
 }
 
-// MEASURE: set from tally_bench's Handoff<tally_node> at 2 ranks on this machine.
-const ps_t shm_local_grant = 100'000;
+// tally_bench's BM_Handoff<tally_node> mean at 2 ranks over shared memory on the
+// development machine: docs/results/2026-12-04-topology (bench/run-local).
+const ps_t shm_local_grant = 197'000;
 
 summary simulate(const run_config& cfg, const progress_fn& progress, std::uint64_t every) {
   const model_entry* m = find_model(cfg.algorithm);

@@ -268,9 +268,11 @@ void engine::unlock() {
     fail(errc::not_owner, "unlock: calling thread does not hold the critical section");
   // Learn of waiting ranks first, so that the token leaves with this unlock (see
   // runtime/pacing.hpp). REQUEST receives are posted again after the token left.
-  // Node topology: only the node's leader receives REQUESTs; it polls as a flat
-  // rank does (else, in_calls, a leader re-entering in a loop never hears them).
-  if ((!node_ || node_->leader()) && pacing_.due(!node_ && peer_.waiter_known())) {
+  // Node topology: only the node's leader receives REQUESTs, and only from other
+  // nodes; it polls as a flat rank does (else, in_calls, a leader re-entering in a
+  // loop never hears them).
+  const bool receives = !node_ || (node_->leader() && node_->nodes() > 1);
+  if (receives && pacing_.due(!node_ && peer_.waiter_known())) {
     const std::uint64_t t0 = ticks();
     pacing_.polled(t0, progress_locked(false));
   }

@@ -85,6 +85,33 @@ class Topology : public ::testing::TestWithParam<tally::progress_mode> {
   }
 };
 
+// The node's leader receives the other nodes' REQUESTs. Re-entering in a loop
+// (in_calls: no thread answers for it), it must still hear them and let the token
+// go: the first rank of another node gets in while rank 0 keeps locking.
+TEST_P(Topology, ALeaderReenteringInALoopLetsOtherNodesIn) {
+  const std::vector<int> node_of = nodes_of_ranks();
+  if (count_nodes(node_of) < 2) GTEST_SKIP() << "needs ranks on two nodes (tests/multinode)";
+  int other = 0;
+  while (node_of[static_cast<std::size_t>(other)] == node_of[0]) ++other;
+  tally::options o = opts();
+  o.payload_bytes = sizeof(std::uint64_t);
+  tally::mutex m(MPI_COMM_WORLD, o);
+  if (world_rank() == 0) {
+    constexpr int limit = 1'000'000;
+    int rounds = 0;
+    bool seen = false;
+    for (; rounds < limit && !seen; ++rounds) {
+      std::lock_guard g(m);
+      seen = m.payload().load<std::uint64_t>(0) != 0;
+    }
+    EXPECT_TRUE(seen) << "rank 0 entered " << limit << " times in a row while rank " << other << " waited";
+  } else if (world_rank() == other) {
+    std::lock_guard g(m);
+    m.payload().store<std::uint64_t>(1, 0);
+  }
+  tally::test::progress_barrier(MPI_COMM_WORLD, m);
+}
+
 TEST_P(Topology, ExclusionAndMessagesPerLevel) {
   constexpr int iterations = 60;  // the counter is one-sided MPI: slow across nodes
   const std::vector<int> node_of = nodes_of_ranks();

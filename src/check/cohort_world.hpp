@@ -58,6 +58,17 @@ class cohort_world {
   const std::vector<node_request>& pending() const noexcept { return pending_; }
   bool token_in_flight() const noexcept { return flight_.has_value(); }
   rank_t flight_to() const { return flight_.value().to; }
+  // The token in flight: its LN and queue (asking ranks). Throws if none is.
+  std::vector<std::uint64_t> flight_ln() const {
+    std::vector<std::uint64_t> out;
+    for (seq_t s : flight_.value().ln) out.push_back(s.value());
+    return out;
+  }
+  std::vector<std::int32_t> flight_queue() const {
+    std::vector<std::int32_t> out;
+    for (rank_t r : flight_.value().queue) out.push_back(r.value());
+    return out;
+  }
   std::uint64_t messages() const noexcept { return messages_; }
   // Local grants in a row at the holding node while another node was known to wait,
   // counted by the world (not read from the core).

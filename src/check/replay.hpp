@@ -21,6 +21,23 @@
 //   expect pending J I = C   C REQUESTs from J to I are pending
 //   expect messages = M      M messages (REQUESTs + tokens) sent so far
 //
+// A two-level trace (topology::node, check::cohort_world) starts instead with
+//   cohort KxR | cohort S0,S1,... [bound B] [owner K0]
+//                            K nodes of R ranks, or node k of Sk ranks; ranks are
+//                            numbered node by node; pass bound B (default 1); the
+//                            token idle on node K0 (default 0)
+// and uses the same steps, where `deliver I K [SEQ]` delivers rank I's pending
+// REQUEST to node K (its leader receives it) and `token` the token in flight to
+// the asking rank. Its expectations name nodes where the lock's state is a node's:
+//   expect holder K|none     expect requesting K      expect rn K J = V
+//   expect incs I | idle I | waiting I                expect ln J = V
+//   expect queue [I ...]     (the token's queue: asking ranks, head first)
+//   expect local K [I ...]   (node K's local FIFO, head first)
+//   expect passes K = V      (local grants in a row while another node waits)
+//   expect inflight I|none   expect pending I K = C   expect messages = M
+// After every step the invariants C1-C10 of docs/design.md ("Two-level lock"),
+// monotonic RN and LN, and the counters against the network are checked.
+//
 // The whole file is parsed before anything runs. After every step every invariant
 // of world::violation() and world::regression_from() is checked. Execution stops
 // at the first failure. Outcomes (the tool's exit status):
@@ -54,7 +71,8 @@ struct statement {
   // clang-format off
   enum class op : std::uint8_t {
     request, withdraw, deliver, token, exit,
-    holder, incs, idle, requesting, withdrawn, rn, ln, queue, inflight, pending, messages
+    holder, incs, idle, requesting, withdrawn, rn, ln, queue, inflight, pending, messages,
+    waiting, local, passes  // two-level only
   };
   // clang-format on
 
@@ -70,8 +88,12 @@ struct statement {
 
 struct script {
   std::int32_t ranks = 0;
-  std::int32_t owner = 0;
+  std::int32_t owner = 0;  // flat: a rank; two-level: a node
   std::vector<statement> body;
+  // Two-level traces: ranks per node (empty for a flat trace) and the pass bound.
+  std::vector<std::int32_t> node_sizes;
+  std::uint32_t pass_bound = 1;
+  bool two_level() const noexcept { return !node_sizes.empty(); }
 };
 
 // How a trace ended.
@@ -86,8 +108,9 @@ struct report {
 
 // Parses a trace. A syntax error yields a rejected report naming the line.
 std::variant<script, report> parse(std::istream& in);
-// Runs a parsed script on a fresh world.
+// Runs a parsed script on a fresh world (a check::cohort_world for two-level).
 report execute(const script& s);
+report execute_two_level(const script& s);
 // Reads, parses and runs the file at `path`; an unreadable file is rejected.
 report run_file(const std::string& path);
 

@@ -119,6 +119,7 @@ std::optional<std::string> check(const world& w, const statement& st) {
 }  // namespace
 
 report execute(const script& s) {
+  if (s.two_level()) return execute_two_level(s);
   report r;
   world w(s.ranks, rank_t(s.owner));
   const auto stop = [&](outcome code, const statement& st, std::string why) {

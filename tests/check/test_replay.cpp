@@ -79,6 +79,21 @@ TEST(ReplayParse, SyntaxErrorsNameTheLine) {
   expect_syntax_error("", 0, "empty trace");
   expect_syntax_error("# only comments\n", 0, "empty trace");
   expect_syntax_error("request 1\n", 1, "first statement must be 'ranks N'");
+  // Two-level traces.
+  expect_syntax_error("cohort 0x2\n", 1, "expected a node count in [1, 4096], got '0'");
+  expect_syntax_error("cohort 2x\n", 1, "expected ranks per node");
+  expect_syntax_error("cohort 2,0,1\n", 1, "expected a node's rank count");
+  expect_syntax_error("cohort 64x65\n", 1, "4160 ranks exceed 4096");
+  expect_syntax_error("cohort 2x2 owner 2\n", 1, "owner node 2 out of range [0, 2)");
+  expect_syntax_error("cohort 2x2 bound 0\n", 1, "pass bound outside");
+  expect_syntax_error("cohort 2x2 boss 1\n", 1, "expected 'bound B' or 'owner K'");
+  expect_syntax_error("cohort 2x2\ncohort 2x2\n", 2, "'cohort' may appear only once");
+  expect_syntax_error("cohort 2x2\ndeliver 1 2\n", 2, "node 2 out of range [0, 2)");
+  expect_syntax_error("cohort 2x2\nexpect holder 3\n", 2, "node 3 out of range [0, 2)");
+  expect_syntax_error("cohort 2,1\nexpect incs 3\n", 2, "rank 3 out of range [0, 3)");
+  expect_syntax_error("cohort 2x2\nexpect withdrawn 1\n", 2, "is for flat traces");
+  expect_syntax_error("ranks 3\nexpect passes 0 = 1\n", 2, "is for two-level (cohort) traces");
+  expect_syntax_error("ranks 3\nexpect local 0\n", 2, "is for two-level (cohort) traces");
   expect_syntax_error("ranks 0\n", 1, "rank count 0 outside [1, 4096]");
   expect_syntax_error("ranks 5000\n", 1, "outside [1, 4096]");
   expect_syntax_error("ranks -2\n", 1, "expected the rank count, got '-2'");

@@ -75,6 +75,7 @@ void cohort::reset(std::int32_t owner_node) noexcept {
   std::fill_n(v_.scratch, k, std::uint8_t{0});
   std::fill_n(v_.ctr, r, counters{});
   v_.h->has_token = owner_node == shape_.node ? 1 : 0;
+  v_.h->hint = owner_node == shape_.node ? -1 : owner_node;
 }
 
 void cohort::enter(std::int32_t i, bool handoff) noexcept {
@@ -109,6 +110,7 @@ void cohort::request(std::int32_t by, cohort_action& act) noexcept {
   act.broadcast = true;
   act.seq = v_.rn[self];
   act.requester = rank_t(v_.requester[self]);
+  act.first = v_.h->hint;
 }
 
 void cohort::release(std::int32_t by, cohort_action& act) noexcept {
@@ -123,6 +125,7 @@ void cohort::release(std::int32_t by, cohort_action& act) noexcept {
   h.remote_waiting = 0;
   if (h.tq_len == 0) return;  // idle holder: nobody waits anywhere
   act.token_to = rank_t(v_.tq[0]);
+  h.hint = node_of(act.token_to);
   std::copy(v_.tq + 1, v_.tq + h.tq_len, v_.tq);
   v_.tq[--h.tq_len] = -1;
   h.has_token = 0;
@@ -214,6 +217,7 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
   if (seq > v_.rn[k]) {
     v_.rn[k] = seq;
     v_.requester[k] = requester.value();
+    v_.h->hint = j;  // a new request: its node gets the token soon, if the lock is free
   }
   cohort_step s;
   cohort_header& h = *v_.h;
@@ -249,6 +253,7 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::sp
   for (std::size_t q = 0; q < queue.size(); ++q) v_.tq[q] = queue[q].value();
   h.has_token = 1;
   h.requesting = 0;
+  h.hint = -1;
   h.passes = 0;
   h.remote_waiting = remote_waiter_known() ? 1 : 0;
   cohort_step s;

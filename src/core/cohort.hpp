@@ -64,6 +64,9 @@ struct cohort_header {
   std::uint8_t requesting = 0;      // a REQUEST of this node is outstanding
   std::uint8_t remote_waiting = 0;  // held token: some other node is known to wait
   std::uint8_t pad = 0;
+  // Where the token probably is: the node it was last sent to, or that last made a
+  // new request; -1 if none. Decides only the order of a broadcast's sends.
+  std::int32_t hint = -1;
 };
 
 // Where each part of a node's state lives in one block of memory, for K nodes and
@@ -99,6 +102,8 @@ struct cohort_action {
   bool broadcast = false;   // send REQUEST(seq, requester) to the other K-1 nodes
   seq_t seq{};
   rank_t requester{-1};
+  std::int32_t first = -1;  // broadcast: send to this node first, if >= 0 (the hint;
+                            // the others follow in any order)
 };
 
 struct cohort_step {

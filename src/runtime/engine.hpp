@@ -208,7 +208,8 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
     throw error(protocol::to_errc(s.st), std::string("tally: ") + what + ": " + protocol::describe(s.st));
   }
   if (s.act.token_to.value() >= 0) transport_.send_staged(s.act.token_to);
-  if (s.act.broadcast) transport_.broadcast(s.act.seq, s.act.requester);
+  if (s.act.broadcast)
+    transport_.broadcast(s.act.seq, s.act.requester, s.act.first >= 0 ? node_->peer_index(s.act.first) : 0);
   return s;
 }
 

@@ -58,6 +58,10 @@ class node_level {
   bool leader() const noexcept { return local_ == 0; }
   // Leaders of the other nodes, starting after this node (REQUEST destinations).
   std::vector<int> other_leaders() const;
+  // The position of node k (not this one) in other_leaders().
+  std::size_t peer_index(std::int32_t k) const noexcept {
+    return static_cast<std::size_t>((k - node_ - 1 + 2 * nodes()) % nodes());
+  }
   // The leader (global rank) of every node; node k's ranks; each rank's node.
   const std::vector<int>& leaders() const noexcept { return leaders_; }
   std::span<std::byte> payload() const noexcept { return payload_; }

@@ -92,7 +92,7 @@ void transport::repost_token() {
   if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();
 }
 
-void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester) {
+void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::size_t first) {
   if (recv_reqs_.empty()) return;  // opened without peers
   if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();  // before anyone can answer
   auto free_slot = std::find_if(bcasts_.begin(), bcasts_.end(),
@@ -100,9 +100,10 @@ void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester) {
   bcast_slot& slot = free_slot != bcasts_.end() ? *free_slot : bcasts_.emplace_back();
   slot.reqs.resize(shape_.peers.size(), MPI_REQUEST_NULL);
   slot.msg = {seq.value(), static_cast<std::uint64_t>(static_cast<std::int64_t>(requester.value()))};
-  std::size_t k = 0;
-  for (int to : shape_.peers)
-    check_mpi(MPI_Isend(slot.msg.data(), words_, MPI_UINT64_T, to, tag_request, comm_.get(), &slot.reqs[k++]),
+  const std::size_t n = shape_.peers.size();
+  for (std::size_t k = 0; k < n; ++k)
+    check_mpi(MPI_Isend(slot.msg.data(), words_, MPI_UINT64_T, shape_.peers[(first + k) % n], tag_request, comm_.get(),
+                        &slot.reqs[k]),
               "MPI_Isend(REQUEST)");
   sends_active_ = true;
 }

@@ -127,6 +127,31 @@ TEST(Cohort, IdleHolderSendsTokenToTheRequester) {
   EXPECT_EQ(n.c.state().requester[1], 3);
 }
 
+// A broadcast names the node to send to first: where the token was last seen
+// going (the initial owner, the last new request heard, the last token sent).
+TEST(Cohort, BroadcastStartsWhereTheTokenProbablyIs) {
+  const std::vector<std::int32_t> four_nodes{0, 1, 2, 3};  // one rank each
+  node_fixture a(four_nodes, 1, 1, 2);  // node 1; the token starts on node 2
+  cohort_step s = a.c.lock(0);
+  ASSERT_TRUE(s.act.broadcast);
+  EXPECT_EQ(s.act.first, 2);
+  node_fixture b(four_nodes, 1, 1, 0);
+  ASSERT_TRUE(b.c.on_request(0, rank_t(3), seq_t(1)).ok());  // node 3 asked last
+  EXPECT_EQ(b.c.lock(0).act.first, 3);
+  // The token: once held here and sent away, its destination is the hint.
+  node_fixture c(four_nodes, 1, 1, 1);
+  ASSERT_TRUE(c.c.lock(0).ok());
+  ASSERT_TRUE(c.c.on_request(0, rank_t(2), seq_t(1)).ok());
+  ASSERT_EQ(c.c.unlock(0).act.token_to, rank_t(2));
+  ASSERT_TRUE(c.c.on_request(0, rank_t(0), seq_t(1)).ok());  // heard later: node 0 waits behind
+  s = c.c.lock(0);
+  ASSERT_TRUE(s.act.broadcast);
+  EXPECT_EQ(s.act.first, 0);
+  // An old REQUEST does not move the hint.
+  ASSERT_TRUE(c.c.on_request(0, rank_t(2), seq_t(1)).ok());
+  EXPECT_EQ(c.c.state().h->hint, 0);
+}
+
 TEST(Cohort, PassBoundSendsTheTokenAwayAndAsksAgain) {
   for (std::uint32_t bound : {1u, 2u}) {
     node_fixture n({0, 0, 0, 1}, 0, bound, 0);  // node 0: ranks 0,1,2; node 1: rank 3

@@ -119,7 +119,10 @@ class two_level {
     }
     if (s.act.broadcast) {
       std::vector<std::int32_t> to = e.borrow_list();
-      for (std::int32_t d = 1; d < k_; ++d) to.push_back((k + d) % k_ * r_);  // the other leaders
+      // The other leaders, the hinted node first (as the runtime sends them).
+      const std::int32_t first = s.act.first >= 0 ? s.act.first : (k + 1) % k_;
+      for (std::int32_t d = 0; d < k_; ++d)
+        if (const std::int32_t j = (first + d) % k_; j != k) to.push_back(j * r_);
       const auto val = s.act.seq.value() << requester_bits | static_cast<std::uint64_t>(s.act.requester.value());
       e.multicast(self, msg_kind::request, protocol::node_request_bytes, std::move(to), val);
     }

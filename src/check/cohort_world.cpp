@@ -300,15 +300,7 @@ std::optional<std::string> cohort_world::counter_mismatch() const {
   for (std::int32_t k = 0; k < nodes(); ++k)
     for (std::int32_t i = 0; i < sizes_[static_cast<std::size_t>(k)]; ++i) {
       const protocol::counters& c = node(k).counters_of(i);
-      sum.acquisitions += c.acquisitions;
-      sum.local_acquisitions += c.local_acquisitions;
-      sum.requests_sent += c.requests_sent;
-      sum.requests_received += c.requests_received;
-      sum.tokens_sent += c.tokens_sent;
-      sum.tokens_received += c.tokens_received;
-      sum.broadcasts += c.broadcasts;
-      sum.local_handoffs_sent += c.local_handoffs_sent;
-      sum.local_handoffs_received += c.local_handoffs_received;
+      protocol::accumulate(sum, c);
     }
   const auto others = static_cast<std::uint64_t>(nodes() - 1);
   if (sum.requests_sent != others * sum.broadcasts)

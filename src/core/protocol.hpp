@@ -126,6 +126,20 @@ struct step {
 // Per-peer message and entry counters: the public tally_stats, counted here.
 using counters = ::tally_stats;
 
+// Adds every field of c to sum (totals over ranks, for checks).
+constexpr void accumulate(counters& sum, const counters& c) noexcept {
+  sum.acquisitions += c.acquisitions;
+  sum.local_acquisitions += c.local_acquisitions;
+  sum.requests_sent += c.requests_sent;
+  sum.requests_received += c.requests_received;
+  sum.tokens_sent += c.tokens_sent;
+  sum.tokens_received += c.tokens_received;
+  sum.broadcasts += c.broadcasts;
+  sum.local_handoffs_sent += c.local_handoffs_sent;
+  sum.local_handoffs_received += c.local_handoffs_received;
+  sum.bound_releases += c.bound_releases;
+}
+
 class peer {
  public:
   // Peer `self` of n, the token starting at `initial_owner`.

@@ -53,12 +53,7 @@ void suzuki_kasami::finish_checks(std::uint64_t requests, std::uint64_t tokens,
       if (nd.self().value() != holder_) fail("the token is not where it was last sent");
     }
     const protocol::counters& c = nd.counters();
-    sum.acquisitions += c.acquisitions;
-    sum.local_acquisitions += c.local_acquisitions;
-    sum.broadcasts += c.broadcasts;
-    sum.requests_sent += c.requests_sent;
-    sum.tokens_sent += c.tokens_sent;
-    sum.tokens_received += c.tokens_received;
+    protocol::accumulate(sum, c);
   }
   if (owners != 1) fail(std::to_string(owners) + " ranks hold the token at the end");
   const auto others = static_cast<std::uint64_t>(n_ - 1);

@@ -57,14 +57,7 @@ void two_level::finish_checks(std::uint64_t requests, std::uint64_t tokens, std:
     holders += c.holds_token() ? 1 : 0;
     for (std::int32_t l = 0; l < r_; ++l) {
       const protocol::counters& t = c.counters_of(l);
-      sum.acquisitions += t.acquisitions;
-      sum.local_acquisitions += t.local_acquisitions;
-      sum.broadcasts += t.broadcasts;
-      sum.requests_sent += t.requests_sent;
-      sum.tokens_sent += t.tokens_sent;
-      sum.tokens_received += t.tokens_received;
-      sum.local_handoffs_sent += t.local_handoffs_sent;
-      sum.local_handoffs_received += t.local_handoffs_received;
+      protocol::accumulate(sum, t);
     }
   }
   if (holders != 1) fail(std::to_string(holders) + " nodes hold the token at the end");

@@ -9,14 +9,7 @@ namespace tally::check {
 
 namespace {
 
-struct report {
-  std::ostringstream os;
-  template <class... A>
-  std::optional<std::string> operator()(const A&... parts) {
-    (os << ... << parts);
-    return os.str();
-  }
-};
+using report = detail::failure_text;
 
 verdict refused(const char* what, rank_t at, protocol::status st) {
   return verdict::refuse(std::string(what) + " at rank " + std::to_string(at.value()) + ": " +

@@ -4,6 +4,7 @@
 
 #include "check/cohort_world.hpp"
 #include "check/replay.hpp"
+#include "check/replay_steps.hpp"
 
 namespace tally::check::replay {
 
@@ -152,32 +153,17 @@ std::string describe(const cohort_world& w) {
 }  // namespace
 
 report execute_two_level(const script& s) {
-  report r;
   cohort_world w(s.node_sizes, s.owner, s.pass_bound);
-  const auto stop = [&](outcome code, const statement& st, std::string why) {
-    r.code = code;
-    r.line = st.line;
-    r.message = std::move(why);
-    r.state = describe(w);
-    return r;
-  };
-  for (const statement& st : s.body) {
-    if (!st.is_step()) {
-      if (auto miss = check(w, st)) return stop(outcome::failed, st, "`" + st.text + "` failed: " + *miss);
-      ++r.expects;
-      continue;
-    }
-    const cohort_world before = w;
-    if (const verdict v = take(w, st); !v)
-      return stop(outcome::rejected, st, "step `" + st.text + "` rejected: " + v.reason);
-    ++r.steps;
-    if (auto bad = w.violation()) return stop(outcome::failed, st, "invariant broken after `" + st.text + "`: " + *bad);
-    if (auto bad = w.regression_from(before))
-      return stop(outcome::failed, st, "monotonicity broken by `" + st.text + "`: " + *bad);
-    if (auto bad = w.counter_mismatch())
-      return stop(outcome::failed, st, "counters disagree with the network after `" + st.text + "`: " + *bad);
-  }
-  return r;
+  return run_statements(s, w, take, check, [](const cohort_world& x) { return describe(x); },
+                        [](const cohort_world& before, const cohort_world& now,
+                           const std::string& text) -> std::optional<std::string> {
+                          if (auto bad = now.violation()) return "invariant broken after `" + text + "`: " + *bad;
+                          if (auto bad = now.regression_from(before))
+                            return "monotonicity broken by `" + text + "`: " + *bad;
+                          if (auto bad = now.counter_mismatch())
+                            return "counters disagree with the network after `" + text + "`: " + *bad;
+                          return std::nullopt;
+                        });
 }
 
 }  // namespace tally::check::replay

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "check/replay.hpp"
+#include "check/replay_steps.hpp"
 
 namespace tally::check::replay {
 
@@ -120,32 +121,14 @@ std::optional<std::string> check(const world& w, const statement& st) {
 
 report execute(const script& s) {
   if (s.two_level()) return execute_two_level(s);
-  report r;
   world w(s.ranks, rank_t(s.owner));
-  const auto stop = [&](outcome code, const statement& st, std::string why) {
-    r.code = code;
-    r.line = st.line;
-    r.message = std::move(why);
-    r.state = describe(w);
-    return r;
-  };
-  for (const statement& st : s.body) {
-    if (!st.is_step()) {
-      if (auto miss = check(w, st))
-        return stop(outcome::failed, st, "`" + st.text + "` failed: " + *miss);
-      ++r.expects;
-      continue;
-    }
-    const world before = w;
-    if (const verdict v = take(w, st); !v)
-      return stop(outcome::rejected, st, "step `" + st.text + "` rejected: " + v.reason);
-    ++r.steps;
-    if (auto bad = w.violation())
-      return stop(outcome::failed, st, "invariant broken after `" + st.text + "`: " + *bad);
-    if (auto bad = w.regression_from(before))
-      return stop(outcome::failed, st, "monotonicity broken by `" + st.text + "`: " + *bad);
-  }
-  return r;
+  return run_statements(s, w, take, check, [](const world& x) { return describe(x); },
+                        [](const world& before, const world& now, const std::string& text) -> std::optional<std::string> {
+                          if (auto bad = now.violation()) return "invariant broken after `" + text + "`: " + *bad;
+                          if (auto bad = now.regression_from(before))
+                            return "monotonicity broken by `" + text + "`: " + *bad;
+                          return std::nullopt;
+                        });
 }
 
 report run_file(const std::string& path) {

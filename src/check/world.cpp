@@ -165,14 +165,7 @@ bool world::quiescent() const noexcept {
 }
 
 namespace {
-struct report {
-  std::ostringstream os;
-  template <class... A>
-  std::optional<std::string> operator()(const A&... parts) {
-    (os << ... << parts);
-    return os.str();
-  }
-};
+using report = detail::failure_text;
 }  // namespace
 
 std::optional<std::string> world::violation() const {

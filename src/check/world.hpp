@@ -9,12 +9,25 @@
 
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/protocol.hpp"
 
 namespace tally::check {
+
+namespace detail {
+// A check's failure text from its parts: failure_text{}("node ", k, " ...").
+struct failure_text {
+  std::ostringstream os;
+  template <class... A>
+  std::optional<std::string> operator()(const A&... parts) {
+    (os << ... << parts);
+    return os.str();
+  }
+};
+}  // namespace detail
 
 using protocol::rank_t;
 using protocol::seq_t;

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <map>
@@ -19,6 +20,29 @@
 
 #include "support.hpp"
 #include "tally/tally.h"
+
+// Fault injection: the rank named takes part in MPI_Comm_split_type or
+// MPI_Win_allocate_shared (they are collective) and then reports a failure (-1: no
+// rank does). The handle it got stays set: tally frees whatever handle it holds
+// on every rank of the node when creation fails, as it must after a real failure.
+namespace {
+std::atomic<int> fail_split_on{-1}, fail_window_on{-1};
+int pmpi_world_rank() {
+  int r = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+}  // namespace
+
+extern "C" int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm* out) {
+  const int rc = PMPI_Comm_split_type(comm, type, key, info, out);
+  return rc == MPI_SUCCESS && pmpi_world_rank() == fail_split_on ? MPI_ERR_OTHER : rc;
+}
+extern "C" int MPI_Win_allocate_shared(MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, void* base,
+                                       MPI_Win* win) {
+  const int rc = PMPI_Win_allocate_shared(size, unit, info, comm, base, win);
+  return rc == MPI_SUCCESS && pmpi_world_rank() == fail_window_on ? MPI_ERR_NO_MEM : rc;
+}
 
 namespace {
 
@@ -328,6 +352,36 @@ TEST(TopologyChoice, AutomaticAndTheEnvironment) {
   } else {
     ::setenv("TALLY_TOPOLOGY", restore.c_str(), 1);
   }
+}
+
+// topology::node where one rank's split or shared window fails: every rank gets the
+// same errc::mpi naming the step (this rank's or another's); automatic runs flat.
+TEST(TopologyErrors, NodeLevelFailureOnOneRankFailsEveryRank) {
+  const int victim = world_size() - 1;
+  const char* saved = std::getenv("TALLY_TOPOLOGY");
+  const std::string restore = saved ? saved : "";
+  ::unsetenv("TALLY_TOPOLOGY");
+  for (std::atomic<int>* fault : {&fail_split_on, &fail_window_on}) {
+    const bool split = fault == &fail_split_on;
+    const std::vector<int> node_of = nodes_of_ranks();
+    *fault = victim;
+    tally::options node;
+    node.topology = tally::topology::node;
+    const std::string msg = expect_error(errc::mpi, [&] { tally::mutex m(MPI_COMM_WORLD, node); });
+    EXPECT_NE(msg.find(split ? "MPI_Comm_split_type" : "MPI_Win_allocate_shared"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(world_rank() == victim ? "failed on this rank" : "failed on another rank"), std::string::npos)
+        << msg;
+    {
+      tally::mutex m(MPI_COMM_WORLD);  // automatic: falls back to flat, and works
+      EXPECT_EQ(m.topology(), tally::topology::flat);
+      m.lock();
+      m.unlock();
+      tally::test::progress_barrier(MPI_COMM_WORLD, m);
+    }
+    *fault = -1;
+    (void)node_of;
+  }
+  if (!restore.empty()) ::setenv("TALLY_TOPOLOGY", restore.c_str(), 1);
 }
 
 TEST(TopologyErrors, CApiOptions) {

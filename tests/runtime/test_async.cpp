@@ -22,16 +22,7 @@ using tally::test::shared_counter;
 using tally::test::world_rank;
 using tally::test::world_size;
 
-template <class F>
-void expect_error(errc code, F&& f) {
-  try {
-    f();
-  } catch (const tally::error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return;
-  }
-  ADD_FAILURE() << "no tally::error thrown, expected code " << static_cast<int>(code);
-}
+using tally::test::expect_error;
 
 class Async : public ::testing::TestWithParam<progress_mode> {
  protected:

@@ -18,18 +18,7 @@ using tally::errc;
 using tally::test::world_rank;
 using tally::test::world_size;
 
-// Runs f, expecting tally::error with `code`; returns its message.
-template <class F>
-std::string expect_error(errc code, F&& f) {
-  try {
-    f();
-  } catch (const tally::error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no tally::error thrown, expected code " << static_cast<int>(code);
-  return {};
-}
+using tally::test::expect_error;
 
 tally::options owner(int r) {
   tally::options o;

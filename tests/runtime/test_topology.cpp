@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <string>
 #include <map>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "support.hpp"
@@ -273,17 +275,7 @@ INSTANTIATE_TEST_SUITE_P(Progress, Topology,
                            return p.param == tally::progress_mode::thread ? "thread" : "inline";
                          });
 
-template <class F>
-std::string expect_error(errc code, F&& f) {
-  try {
-    f();
-  } catch (const tally::error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no tally::error thrown";
-  return {};
-}
+using tally::test::expect_error;
 
 TEST(TopologyErrors, BadOrDisagreeingOptionsFailEveryRank) {
   tally::options zero;
@@ -318,39 +310,47 @@ TEST(TopologyErrors, BadOrDisagreeingOptionsFailEveryRank) {
 
 // topology() reports what automatic chose: node where some node holds two or more
 // ranks, else flat; $TALLY_TOPOLOGY overrides automatic, never an explicit choice.
+// Sets $TALLY_TOPOLOGY for a scope (nullptr: unset) and restores it afterwards.
+class topology_env {
+ public:
+  explicit topology_env(const char* value) {
+    if (const char* v = std::getenv("TALLY_TOPOLOGY")) old_ = v;
+    set(value);
+  }
+  ~topology_env() { set(old_ ? old_->c_str() : nullptr); }
+  topology_env(const topology_env&) = delete;
+  topology_env& operator=(const topology_env&) = delete;
+
+ private:
+  static void set(const char* value) {
+    if (value)
+      ::setenv("TALLY_TOPOLOGY", value, 1);
+    else
+      ::unsetenv("TALLY_TOPOLOGY");
+  }
+  std::optional<std::string> old_;
+};
+
 TEST(TopologyChoice, AutomaticAndTheEnvironment) {
   const std::vector<int> node_of = nodes_of_ranks();
   const bool shared = count_nodes(node_of) < world_size();
-  const char* saved = std::getenv("TALLY_TOPOLOGY");
-  const std::string restore = saved ? saved : "";
-  ::unsetenv("TALLY_TOPOLOGY");
   {
+    const topology_env unset(nullptr);
     tally::mutex m(MPI_COMM_WORLD);
     EXPECT_EQ(m.topology(), shared ? tally::topology::node : tally::topology::flat);
     EXPECT_EQ(tally::test::token_entries(m), shared ? count_nodes(node_of) : world_size());
   }
-  ::setenv("TALLY_TOPOLOGY", "flat", 1);
-  {
+  // The environment decides automatic, and an explicit choice beats it.
+  const std::pair<const char*, tally::topology> settings[] = {{"flat", tally::topology::flat},
+                                                              {"node", tally::topology::node}};
+  for (const auto& [value, chosen] : settings) {
+    const topology_env env(value);
     tally::mutex m(MPI_COMM_WORLD);
-    EXPECT_EQ(m.topology(), tally::topology::flat);
-    tally::options node;
-    node.topology = tally::topology::node;
-    tally::mutex n(MPI_COMM_WORLD, node);
-    EXPECT_EQ(n.topology(), tally::topology::node);
-  }
-  ::setenv("TALLY_TOPOLOGY", "node", 1);
-  {
-    tally::mutex m(MPI_COMM_WORLD);
-    EXPECT_EQ(m.topology(), tally::topology::node);
-    tally::options flat;
-    flat.topology = tally::topology::flat;
-    tally::mutex f(MPI_COMM_WORLD, flat);
-    EXPECT_EQ(f.topology(), tally::topology::flat);
-  }
-  if (restore.empty()) {
-    ::unsetenv("TALLY_TOPOLOGY");
-  } else {
-    ::setenv("TALLY_TOPOLOGY", restore.c_str(), 1);
+    EXPECT_EQ(m.topology(), chosen) << value;
+    tally::options other;
+    other.topology = chosen == tally::topology::flat ? tally::topology::node : tally::topology::flat;
+    tally::mutex x(MPI_COMM_WORLD, other);
+    EXPECT_EQ(x.topology(), other.topology) << value;
   }
 }
 
@@ -358,12 +358,9 @@ TEST(TopologyChoice, AutomaticAndTheEnvironment) {
 // same errc::mpi naming the step (this rank's or another's); automatic runs flat.
 TEST(TopologyErrors, NodeLevelFailureOnOneRankFailsEveryRank) {
   const int victim = world_size() - 1;
-  const char* saved = std::getenv("TALLY_TOPOLOGY");
-  const std::string restore = saved ? saved : "";
-  ::unsetenv("TALLY_TOPOLOGY");
+  const topology_env unset(nullptr);
   for (std::atomic<int>* fault : {&fail_split_on, &fail_window_on}) {
     const bool split = fault == &fail_split_on;
-    const std::vector<int> node_of = nodes_of_ranks();
     *fault = victim;
     tally::options node;
     node.topology = tally::topology::node;
@@ -379,9 +376,7 @@ TEST(TopologyErrors, NodeLevelFailureOnOneRankFailsEveryRank) {
       tally::test::progress_barrier(MPI_COMM_WORLD, m);
     }
     *fault = -1;
-    (void)node_of;
   }
-  if (!restore.empty()) ::setenv("TALLY_TOPOLOGY", restore.c_str(), 1);
 }
 
 TEST(TopologyErrors, CApiOptions) {

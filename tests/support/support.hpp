@@ -1,6 +1,7 @@
 // Shared helpers for the MPI tests (tests/ and the benchmark's self-test).
 #pragma once
 
+#include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "tally/error.hpp"
 #include "tally/mutex.hpp"
 
 namespace tally::test {
@@ -31,6 +33,20 @@ inline std::string run_topology() {
       GTEST_SKIP() << "asserts where the flat topology keeps the token; the flat run " \
                       "of this suite covers it";                                      \
   } while (0)
+
+// Runs f, expecting tally::error with `code`; returns its message (a test failure,
+// and an empty message, if nothing or another code was thrown).
+template <class F>
+std::string expect_error(errc code, F&& f) {
+  try {
+    f();
+  } catch (const tally::error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no tally::error thrown, expected code " << static_cast<int>(code);
+  return {};
+}
 
 inline int world_rank() {
   int r = 0;

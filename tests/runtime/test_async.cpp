@@ -212,7 +212,11 @@ TEST_P(Async, FreeWithAnAcquisitionOutstandingAndUseAfterFree) {
   if (n < 2) GTEST_SKIP() << "needs two ranks";
   auto m = std::make_unique<tally::mutex>(MPI_COMM_WORLD, opts(0));
   tally::lock_request r;
+  // Rank 0 enters before the last rank asks: a progress thread would otherwise hand
+  // rank 0's idle token to the earlier REQUEST, and rank 0's lock() would wait for an
+  // acquisition that is released only by free() below.
   if (world_rank() == 0) m->lock();
+  MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == last) r = m->lock_async();
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0 || world_rank() == last) {

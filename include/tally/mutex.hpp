@@ -48,6 +48,15 @@ std::chrono::steady_clock::time_point deadline_after(const std::chrono::duration
   if (std::chrono::duration<long double>(d).count() >= left) return clock::time_point::max();
   return now + std::chrono::ceil<clock::duration>(d);
 }
+// The steady_clock time point of `t`, saturated: its distance from now is taken in
+// long double seconds, so time_point::min() and max() of any clock and duration
+// give now (one attempt) or time_point::max() (wait forever) without overflow.
+template <class Clock, class Duration>
+std::chrono::steady_clock::time_point deadline_at(const std::chrono::time_point<Clock, Duration>& t) {
+  using seconds = std::chrono::duration<long double>;
+  const seconds left = seconds(t.time_since_epoch()) - seconds(Clock::now().time_since_epoch());
+  return deadline_after(left);
+}
 // A creation that must fail on every rank because of a bad argument found on this
 // one (the C API's NULL output handle): the mutex is created collectively and the
 // error raised everywhere, as for a bad option.
@@ -122,7 +131,7 @@ class TALLY_API lock_request {
   }
   template <class Clock, class Duration>
   bool wait_until(const std::chrono::time_point<Clock, Duration>& deadline) {
-    return wait_deadline(detail::deadline_after(deadline - Clock::now()));
+    return wait_deadline(detail::deadline_at(deadline));
   }
   // Withdraws a pending acquisition: true if it will never be acquired (a token
   // that arrives later is passed on or kept idle); false if it had already been
@@ -192,7 +201,7 @@ class TALLY_API mutex {
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
-    return lock_until(detail::deadline_after(deadline - Clock::now()));
+    return lock_until(detail::deadline_at(deadline));
   }
   // Starts an acquisition without waiting for it (see lock_request). At most one
   // acquisition of this mutex may be outstanding per rank: another one, or a
@@ -212,11 +221,13 @@ class TALLY_API mutex {
   payload_view payload();
 
   // Collective teardown: drains every message addressed to this rank, completes
-  // every send, frees the private communicator. Any later call throws errc::state.
-  // If the caller still held the critical section, it is released and errc::state
-  // is thrown after the teardown completed.
+  // every send, frees the private communicator. Any later call throws errc::state,
+  // except the queries below, which keep answering with their final values (also
+  // after MPI_Finalize freed the mutex). If the caller still held the critical
+  // section, it is released and errc::state is thrown after the teardown completed.
   void free();
 
+  // Counters of this rank; final after free().
   tally::stats stats() const;
   int rank() const;
   int size() const;

@@ -80,6 +80,10 @@ inline constexpr std::size_t max_payload_bytes = TALLY_MAX_PAYLOAD_BYTES;
 // Upper bound on options::pass_bound.
 inline constexpr unsigned max_pass_bound = 1u << 20;
 
+// Upper bound on poll_policy::interval and idle_drain (1 s): a longer wait between
+// polls would stretch every handoff to it.
+inline constexpr std::chrono::microseconds max_poll_interval{1'000'000};
+
 // Per-rank counters since creation: the C API's tally_stats (tally/common.h).
 using stats = ::tally_stats;
 

@@ -58,7 +58,7 @@ typedef struct {
   int initial_owner;          /* rank holding the token at creation; default 0 */
   tally_progress progress;    /* default TALLY_PROGRESS_AUTO */
   tally_poll poll;            /* default TALLY_POLL_ADAPTIVE */
-  unsigned poll_interval_us;  /* longest wait between polls; default 1000 */
+  unsigned poll_interval_us;  /* longest wait between polls; default 1000, at most 1000000 */
   const char *name;           /* name in diagnostics (copied); NULL: "mutex #k" */
   double wait_warning_s;      /* diagnostic after this long waiting; 0 off; < 0 (the
                                  default): $TALLY_WAIT_WARNING, else 30 s */
@@ -127,6 +127,9 @@ TALLY_API int tally_mutex_poll(tally_mutex m);
  * else TALLY_ERR_NOT_OWNER. *bytes may be 0 (no payload). */
 TALLY_API int tally_mutex_payload(tally_mutex m, void **ptr, size_t *bytes);
 
+/* Counters of this rank. The queries (get_stats, rank, size, topology) keep
+ * answering with final values after MPI_Finalize freed the mutex, as in C++ after
+ * free(); a handle passed to tally_mutex_free is gone (TALLY_ERR_STATE). */
 TALLY_API int tally_mutex_get_stats(tally_mutex m, tally_stats *out);
 
 /* Rank and size of the calling process in the mutex's communicator. */

@@ -77,6 +77,11 @@ std::optional<error> validate(const options& o, int size) {
     return error(errc::arg, "tally: unknown polling strategy");
   if (o.polling.interval.count() < 0 || o.polling.idle_drain.count() < 0)
     return error(errc::arg, "tally: negative polling interval");
+  if (o.polling.interval > max_poll_interval || o.polling.idle_drain > max_poll_interval)
+    return error(errc::arg, "tally: polling interval " +
+                                std::to_string(std::max(o.polling.interval, o.polling.idle_drain).count()) +
+                                " us exceeds the limit of " + std::to_string(max_poll_interval.count()) +
+                                " us (every handoff could wait that long)");
   if (o.wait_warning && o.wait_warning->count() < 0)
     return error(errc::arg, "tally: negative wait warning");
   if (o.topology != topology::flat && o.topology != topology::node && o.topology != topology::automatic)

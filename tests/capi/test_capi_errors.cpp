@@ -3,7 +3,10 @@
 // MPI_Comm_idup fail through a PMPI wrapper (inject.hpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <string>
+#include <thread>
 
 #include "inject.hpp"
 #include "support.hpp"
@@ -32,6 +35,10 @@ TEST(CErrors, InvalidArguments) {
   EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_ERR_ARG);
   EXPECT_EQ(tally_mutex_create_payload(MPI_COMM_WORLD, nullptr, TALLY_MAX_PAYLOAD_BYTES + 1, &m),
             TALLY_ERR_ARG);
+  tally_options_init(&o);
+  o.poll_interval_us = 4294967295u;  // about 71 minutes between polls
+  EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_ERR_ARG);
+  EXPECT_NE(std::strstr(tally_last_error(), "polling interval"), nullptr) << tally_last_error();
   // A NULL out pointer is still a collective failure, on every rank.
   EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, nullptr), TALLY_ERR_ARG);
 
@@ -74,6 +81,33 @@ TEST(CErrors, MisuseCodes) {
   EXPECT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS);
   EXPECT_EQ(tally_mutex_unlock(m), TALLY_ERR_NOT_OWNER);
   EXPECT_NE(std::strstr(tally_last_error(), "unlock"), nullptr) << tally_last_error();
+  ASSERT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
+}
+
+TEST(CErrors, EveryCodeComesWithAMessageInTheCallingThread) {
+  // The message is per thread: a thread that never called tally before gets the
+  // message of its own failure, not an empty string or another thread's.
+  tally_mutex m = nullptr;
+  ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, &m), TALLY_SUCCESS);
+  ASSERT_EQ(tally_mutex_lock(m), TALLY_SUCCESS);
+  int rc = -1;
+  std::string what;
+  std::thread other([&] {
+    rc = tally_mutex_unlock(m);
+    what = tally_last_error();
+  });
+  other.join();
+  EXPECT_EQ(rc, TALLY_ERR_NOT_OWNER);
+  EXPECT_NE(what.find("does not hold"), std::string::npos) << what;
+  ASSERT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS);
+  // Huge timeouts saturate to "wait for the token": every rank enters in turn.
+  int acquired = 0;
+  ASSERT_EQ(tally_mutex_timedlock(m, HUGE_VAL, &acquired), TALLY_SUCCESS);
+  EXPECT_EQ(acquired, 1);
+  ASSERT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS);
+  ASSERT_EQ(tally_mutex_timedlock(m, 1e300, &acquired), TALLY_SUCCESS);
+  EXPECT_EQ(acquired, 1);
+  ASSERT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS);
   ASSERT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
 }
 

@@ -1,6 +1,7 @@
 // MPI_Finalize with live mutexes: tally warns, frees them collectively inside
 // MPI_Finalize, and later calls report TALLY_ERR_STATE instead of crashing. The
-// C++ mutex at main scope is destroyed after MPI_Finalize, a common pattern.
+// C++ mutex at main scope is destroyed after MPI_Finalize, a common pattern. The
+// queries (stats, size) keep answering with their final values in both APIs.
 #include <mpi.h>
 
 #include <cstdio>
@@ -24,6 +25,12 @@ int main(int argc, char** argv) {
   MPI_Finalize();  // both mutexes still alive
 
   int bad = 0;
+  // The queries keep their final values; everything else reports the state.
+  tally_stats st;
+  int size = 0;
+  if (tally_mutex_get_stats(c, &st) != TALLY_SUCCESS || st.acquisitions != 10) bad = 1;
+  if (tally_mutex_size(c, &size) != TALLY_SUCCESS || size < 1) bad = 1;
+  if (cpp.stats().acquisitions != 10) bad = 1;
   if (tally_mutex_lock(c) != TALLY_ERR_STATE) bad = 1;
   if (tally_mutex_free(&c) != TALLY_ERR_STATE || c != nullptr) bad = 1;
   try {

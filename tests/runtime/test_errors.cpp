@@ -40,6 +40,27 @@ TEST(CppErrors, InvalidArgumentsAtCreation) {
   tally::options bad_interval;
   bad_interval.polling.interval = std::chrono::microseconds(-5);
   expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, bad_interval); });
+  // An interval beyond the limit would stretch every handoff (and, before the limit,
+  // an hour-long sleep delayed free()).
+  tally::options long_interval;
+  long_interval.polling.interval = tally::max_poll_interval + std::chrono::microseconds(1);
+  const std::string what = expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, long_interval); });
+  EXPECT_NE(what.find("exceeds the limit"), std::string::npos) << what;
+  tally::options long_drain;
+  long_drain.polling.idle_drain = std::chrono::hours(2);
+  expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, long_drain); });
+}
+
+TEST(CppErrors, QueriesKeepTheirFinalValuesAfterFree) {
+  tally::mutex m(MPI_COMM_WORLD);
+  m.lock();
+  m.unlock();
+  m.free();
+  EXPECT_EQ(m.stats().acquisitions, 1u);
+  EXPECT_EQ(m.rank(), world_rank());
+  EXPECT_EQ(m.size(), world_size());
+  expect_error(errc::state, [&] { m.lock(); });
+  expect_error(errc::state, [&] { m.poll(); });
 }
 
 TEST(CppErrors, OneRanksBadArgumentFailsEveryRank) {

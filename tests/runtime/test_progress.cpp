@@ -115,10 +115,14 @@ TEST_P(TimedProgress, HugeAndNegativeTimeoutsSaturate) {
     m.unlock();
   } else {
     EXPECT_FALSE(m.try_lock_for(std::chrono::seconds(-5)));
+    EXPECT_FALSE(m.try_lock_until(std::chrono::system_clock::time_point::min()));  // no overflow
     signal(0);
     EXPECT_TRUE(m.try_lock_for(std::chrono::hours::max()));
     m.unlock();
     EXPECT_TRUE(m.try_lock_until(std::chrono::system_clock::time_point::max()));
+    m.unlock();
+    using hours_point = std::chrono::time_point<std::chrono::steady_clock, std::chrono::hours>;
+    EXPECT_TRUE(m.try_lock_until(hours_point::max()));  // hours beyond nanoseconds' range
     m.unlock();
   }
   progress_barrier(MPI_COMM_WORLD, m);

@@ -21,9 +21,9 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
   const auto r = static_cast<std::size_t>(std::max(locals, 1));
   cohort_layout l;
   std::size_t off = 0;
-  auto place = [&off](std::size_t& field, std::size_t bytes) {
+  auto place = [&off](std::size_t& field, std::size_t size) {
     field = off;
-    off = align8(off + bytes);
+    off = align8(off + size);
   };
   place(l.header, sizeof(cohort_header));
   place(l.rn, k * sizeof(seq_t));

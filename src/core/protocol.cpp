@@ -122,7 +122,9 @@ step peer::on_request(rank_t from, seq_t s) {
 }
 
 step peer::on_token(token t) {
-  if (mode_ != mode::requesting || held_) return {status::not_requesting};
+  // One token exists: a second one while it is here or not yet taken for sending
+  // is a duplicate, refused like a token nobody asked for.
+  if (mode_ != mode::requesting || held_ || outbox_) return {status::not_requesting};
   if (!t.well_formed(n_, self_)) return {status::bad_token};
   ++counters_.tokens_received;
   held_ = std::move(t);

@@ -157,8 +157,9 @@ class peer {
   step withdraw();
   // REQUEST(from, s) arrived. May produce send_token if this peer holds it idle.
   step on_request(rank_t from, seq_t s);
-  // The token arrived. The peer must be requesting; enters unless withdrawn, in which
-  // case it may produce send_token (or keep the token idle).
+  // The token arrived. The peer must be requesting and hold no token, not even one
+  // awaiting take_token (else not_requesting); enters unless withdrawn, in which case
+  // it may produce send_token (or keep the token idle).
   step on_token(token t);
   // Leaves the critical section; the peer must be in it. May produce send_token.
   step unlock();

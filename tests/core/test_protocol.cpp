@@ -177,6 +177,21 @@ TEST(Peer, MisuseIsReportedAndChangesNothing) {
   EXPECT_EQ(tally::protocol::to_errc(status::already_in_cs), tally::errc::deadlock);
 }
 
+TEST(Peer, SecondTokenWhileOwnAwaitsTakeIsRefused) {
+  // Found by fuzz_peer: the idle holder answers a REQUEST (send_token), asks again
+  // before its token was taken, and a fabricated token arrives: one token exists,
+  // so the second one is refused and changes nothing.
+  peer a(rank_t(0), 3, rank_t(0));
+  ASSERT_EQ(a.on_request(rank_t(1), seq_t(1)).act.what, action::kind::send_token);
+  ASSERT_EQ(a.lock().act.what, action::kind::broadcast_request);
+  const peer before = a;
+  EXPECT_EQ(a.on_token(fresh(3)).st, status::not_requesting);
+  EXPECT_TRUE(a == before);
+  ASSERT_TRUE(a.take_token().has_value());
+  EXPECT_TRUE(a.on_token(fresh(3)).ok());  // taken: a token may arrive again
+  EXPECT_EQ(a.mode(), mode::in_cs);
+}
+
 TEST(Peer, MalformedTokenIsRejected) {
   peer b(rank_t(1), 3, rank_t(0));
   ASSERT_TRUE(b.lock().ok());

@@ -287,6 +287,28 @@ void engine::unlock() {
   if (attention_locked()) progress_.nudge();  // an idle token or a send in flight
 }
 
+void engine::fault(std::exception_ptr e) noexcept {
+  std::lock_guard lk(mu_);
+  fault_locked(std::move(e));
+}
+
+void engine::fault_locked(std::exception_ptr e) noexcept {
+  if (fault_ || !live_) return;
+  fault_ = std::move(e);
+  if (!transport_.remote_fault()) notify_fault_locked();
+  slot_.wake_all();
+}
+
+void engine::notify_fault_locked() noexcept {
+  try {
+    std::rethrow_exception(fault_);
+  } catch (const std::exception& x) {
+    transport_.notify_fault(x.what());
+  } catch (...) {
+    transport_.notify_fault("unknown failure");
+  }
+}
+
 void engine::poll_nowait() noexcept {
   if (opts_.progress != progress_mode::in_calls) return;  // its thread does it
   std::unique_lock lk(mu_, std::try_to_lock);
@@ -294,7 +316,7 @@ void engine::poll_nowait() noexcept {
   try {
     progress_locked();
   } catch (...) {
-    fault_ = std::current_exception();
+    fault_locked(std::current_exception());
   }
 }
 
@@ -307,7 +329,7 @@ progress_thread::found engine::progress_from_thread() noexcept {
     if (progress_locked()) return progress_thread::found::busy;
     return attention_locked() ? progress_thread::found::watching : progress_thread::found::idle;
   } catch (...) {
-    fault_ = std::current_exception();
+    fault_locked(std::current_exception());
     return progress_thread::found::idle;
   }
 }

@@ -80,6 +80,11 @@ class engine : public std::enable_shared_from_this<engine> {
   // Collective teardown (see tally::mutex::free). `at_finalize` only changes the
   // wording of diagnostics.
   void free(bool at_finalize = false);
+  // Keeps an MPI failure (errc::mpi) raised by a call: every later call of every
+  // thread rethrows it, waiting threads wake to see it, and the other ranks are told
+  // (transport::notify_fault) unless it came from one of them. free() then tears
+  // down without the protocol's drain and rethrows it.
+  void fault(std::exception_ptr e) noexcept;
   tally::stats stats() const;
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
@@ -158,6 +163,10 @@ class engine : public std::enable_shared_from_this<engine> {
   // The progress thread's step: progress_locked() if mu_ is free and all is well.
   progress_thread::found progress_from_thread() noexcept;
   void require_live() const;  // throws errc::state after free/finalize, or a kept fault
+  void fault_locked(std::exception_ptr e) noexcept;
+  void notify_fault_locked() noexcept;  // fault_'s text to the other ranks
+  // free() of a faulted mutex: no drain (a failed rank may never answer).
+  void free_faulted_locked();
   void send_token(protocol::rank_t to);
 
   // -- immutable after construction
@@ -173,7 +182,7 @@ class engine : public std::enable_shared_from_this<engine> {
   rank_slot slot_;
   unlock_pacing pacing_;
   bool live_ = true;
-  std::exception_ptr fault_;        // failure raised where nobody could be told
+  std::exception_ptr fault_;        // an MPI failure, here or on another rank (fault())
   std::vector<std::byte> payload_;  // the token's payload while held here
   protocol::token spare_;           // storage for unpacking, recycled from sent tokens
   std::shared_ptr<acquisition> async_;  // the outstanding acquisition (waiting_slot or pending)

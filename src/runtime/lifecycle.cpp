@@ -211,6 +211,24 @@ void engine::wait_progressing(MPI_Request& req, const char* what, bool own) {
   }
 }
 
+void engine::free_faulted_locked() {
+  if (async_) {
+    async_->st = acquisition::state::cancelled;
+    complete_greq_locked(*async_);
+    async_.reset();
+  }
+  slot_.release();
+  transport_.abandon();
+  if (node_) {
+    node_final_ = stats_locked();
+    try {
+      node_->close();  // collective over the node: its other ranks were told too
+    } catch (const error&) {
+      // MPI refused: nothing more to do on a faulted mutex.
+    }
+  }
+}
+
 void engine::free(bool at_finalize) {
   progress_.stop();
   std::unique_lock lk(mu_);
@@ -218,6 +236,10 @@ void engine::free(bool at_finalize) {
   registry::remove(this);
   live_ = false;  // from here on, other threads' calls fail with errc::state
   slot_.wake_all();
+  if (fault_) {
+    free_faulted_locked();
+    std::rethrow_exception(fault_);
+  }
 
   bool held = false;
   bool outstanding = false;
@@ -285,6 +307,15 @@ void engine::free(bool at_finalize) {
       node_->close();
     }
     transport_.close();
+  } catch (const error& e) {
+    failure = std::current_exception();
+    if (e.code() == errc::mpi) {  // here or (a FAULT message) on another rank
+      fault_ = failure;
+      if (!transport_.remote_fault()) notify_fault_locked();
+      free_faulted_locked();
+    } else {
+      transport_.cancel_receives();
+    }
   } catch (...) {
     failure = std::current_exception();
     transport_.cancel_receives();

@@ -20,14 +20,35 @@ mutex::mutex(MPI_Comm comm, const options& opts, detail::refusal why)
 
 mutex::~mutex() = default;
 
-
-void mutex::lock() { engine_->lock(); }
-bool mutex::try_lock() { return engine_->try_lock(); }
-bool mutex::lock_until(std::chrono::steady_clock::time_point deadline) {
-  return engine_->lock_until(deadline);
+namespace {
+// Runs f on e; an MPI failure it raises makes e unusable for every thread and every
+// rank (engine::fault) before it reaches the caller.
+template <class F>
+decltype(auto) faults_kept(detail::engine& e, F&& f) {
+  try {
+    return f();
+  } catch (const error& x) {
+    if (x.code() == errc::mpi) e.fault(std::current_exception());
+    throw;
+  }
 }
-void mutex::unlock() { engine_->unlock(); }
-void mutex::poll() { engine_->poll(); }
+}  // namespace
+
+void mutex::lock() {
+  faults_kept(*engine_, [&] { engine_->lock(); });
+}
+bool mutex::try_lock() {
+  return faults_kept(*engine_, [&] { return engine_->try_lock(); });
+}
+bool mutex::lock_until(std::chrono::steady_clock::time_point deadline) {
+  return faults_kept(*engine_, [&] { return engine_->lock_until(deadline); });
+}
+void mutex::unlock() {
+  faults_kept(*engine_, [&] { engine_->unlock(); });
+}
+void mutex::poll() {
+  faults_kept(*engine_, [&] { engine_->poll(); });
+}
 payload_view mutex::payload() {
   detail::engine& e = *engine_;
   return payload_view(&e, e.payload_entry(), e.payload_size());
@@ -58,7 +79,9 @@ progress_mode mutex::progress() const { return engine_->progress(); }
 tally::topology mutex::topology() const { return engine_->topology(); }
 const std::string& mutex::name() const { return engine_->name(); }
 
-lock_request mutex::lock_async() { return lock_request(engine_->lock_async()); }
+lock_request mutex::lock_async() {
+  return faults_kept(*engine_, [&] { return lock_request(engine_->lock_async()); });
+}
 
 // --- lock_request ----------------------------------------------------------------------
 
@@ -85,14 +108,24 @@ lock_request::~lock_request() {
   if (const std::shared_ptr<detail::engine> e = acq_->eng.lock()) e->async_abandon(*acq_);
 }
 
-bool lock_request::test() { return engine_of(acq_)->async_test(*acq_); }
-void lock_request::wait() { (void)engine_of(acq_)->async_wait(*acq_, std::nullopt); }
+bool lock_request::test() {
+  const auto e = engine_of(acq_);
+  return faults_kept(*e, [&] { return e->async_test(*acq_); });
+}
+void lock_request::wait() {
+  const auto e = engine_of(acq_);
+  faults_kept(*e, [&] { (void)e->async_wait(*acq_, std::nullopt); });
+}
 bool lock_request::wait_deadline(std::chrono::steady_clock::time_point deadline) {
   const auto e = engine_of(acq_);
-  if (deadline == std::chrono::steady_clock::time_point::max()) return e->async_wait(*acq_, std::nullopt);
-  return e->async_wait(*acq_, deadline);
+  const std::optional<std::chrono::steady_clock::time_point> until =
+      deadline == std::chrono::steady_clock::time_point::max() ? std::nullopt : std::optional(deadline);
+  return faults_kept(*e, [&] { return e->async_wait(*acq_, until); });
 }
-bool lock_request::cancel() { return engine_of(acq_)->async_cancel(*acq_); }
+bool lock_request::cancel() {
+  const auto e = engine_of(acq_);
+  return faults_kept(*e, [&] { return e->async_cancel(*acq_); });
+}
 MPI_Request lock_request::mpi_request() { return engine_of(acq_)->async_mpi_request(acq_); }
 
 }  // namespace tally

@@ -1,6 +1,9 @@
 #include "runtime/transport.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
 
 #include "core/token_layout.hpp"
 
@@ -9,6 +12,8 @@ namespace tally::detail {
 namespace {
 constexpr int tag_request = 1;
 constexpr int tag_token = 2;
+constexpr int tag_fault = 3;
+constexpr std::size_t first_request = 2;  // index in recv_reqs_ of REQUEST receive 0
 // REQUEST receives kept posted: enough that a burst of broadcasts lands in posted
 // buffers rather than MPI's unexpected-message queue.
 constexpr int max_posted_requests = 16;
@@ -26,11 +31,17 @@ void transport::open(comm_handle comm, shape sh) {
   wire_ = wire_format(shape_.token_entries, shape_.payload_bytes);
   token_buf_.assign(wire_.bytes(), std::byte{0});
   const int posted = std::min(shape_.request_receives, max_posted_requests);
-  recv_reqs_.assign(static_cast<std::size_t>(1 + posted), MPI_REQUEST_NULL);
+  recv_reqs_.assign(first_request + static_cast<std::size_t>(posted), MPI_REQUEST_NULL);
   request_bufs_.assign(static_cast<std::size_t>(posted), words{});
   done_idx_.resize(recv_reqs_.size());
   done_status_.resize(recv_reqs_.size());
   arrived_.reserve(request_bufs_.size());
+  check_mpi(MPI_Comm_rank(comm_.get(), &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm_.get(), &size_), "MPI_Comm_size");
+  if (size_ > 1)  // every rank hears of a failure, even one that receives nothing else
+    check_mpi(MPI_Irecv(fault_in_.data(), static_cast<int>(fault_in_.size()), MPI_CHAR, MPI_ANY_SOURCE, tag_fault,
+                        comm_.get(), &recv_reqs_[1]),
+              "MPI_Irecv(FAULT)");
   if (shape_.peers.empty() && posted == 0) return;  // nobody to talk to
   post_token_recv();
   for (std::size_t k = 0; k < request_bufs_.size(); ++k) post_request_recv(k);
@@ -44,7 +55,7 @@ void transport::post_token_recv() {
 
 void transport::post_request_recv(std::size_t k) {
   check_mpi(MPI_Irecv(request_bufs_[k].data(), words_, MPI_UINT64_T, MPI_ANY_SOURCE, tag_request, comm_.get(),
-                      &recv_reqs_[k + 1]),
+                      &recv_reqs_[first_request + k]),
             "MPI_Irecv(REQUEST)");
 }
 
@@ -70,11 +81,19 @@ transport::arrivals transport::test() {
       token = true;
       continue;
     }
-    const words& w = request_bufs_[idx - 1];
+    if (idx == 1) {
+      remote_fault_ = true;
+      int chars = 0;
+      MPI_Get_count(&done_status_[c], MPI_CHAR, &chars);
+      const std::string text(fault_in_.data(), static_cast<std::size_t>(std::max(chars, 0)));
+      throw error(errc::mpi, "tally: rank " + std::to_string(done_status_[c].MPI_SOURCE) +
+                                 " of this mutex failed and made it unusable on every rank: " + text);
+    }
+    const words& w = request_bufs_[idx - first_request];
     // The requester: the sender (flat), or the word it names (node topology).
     const int from = words_ == 2 ? static_cast<int>(static_cast<std::int64_t>(w[1])) : done_status_[c].MPI_SOURCE;
     arrived_.push_back({protocol::rank_t(from), protocol::seq_t(w[0])});
-    unposted_.push_back(idx - 1);
+    unposted_.push_back(idx - first_request);
   }
   return {arrived_, token};
 }
@@ -166,6 +185,39 @@ void transport::cancel_receives() noexcept {
     if (r == MPI_REQUEST_NULL) continue;
     MPI_Cancel(&r);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+}
+
+void transport::notify_fault(const std::string& what) noexcept {
+  if (fault_out_ || !comm_ || size_ < 2) return;  // once per mutex
+  fault_out_ = new (std::nothrow) char[fault_text_bytes];
+  if (!fault_out_) return;
+  const std::size_t len = std::min(what.size(), fault_text_bytes);
+  std::memcpy(fault_out_, what.data(), len);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (MPI_Isend(fault_out_, static_cast<int>(len), MPI_CHAR, r, tag_fault, comm_.get(), &req) == MPI_SUCCESS)
+      MPI_Request_free(&req);
+  }
+}
+
+void transport::abandon() noexcept {
+  cancel_receives();
+  for (auto& b : bcasts_)
+    for (MPI_Request& r : b.reqs)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  for (auto& t : token_sends_)
+    if (t.req != MPI_REQUEST_NULL) MPI_Request_free(&t.req);
+  // Their buffers may still be read by MPI after this object is gone: moved to the
+  // heap and kept (a deque's move keeps every element where it is). Faults only.
+  (void)new (std::nothrow) std::deque<bcast_slot>(std::move(bcasts_));
+  (void)new (std::nothrow) std::deque<token_slot>(std::move(token_sends_));
+  sends_active_ = false;
+  try {
+    close();
+  } catch (const error&) {
+    // MPI refused to free them: nothing more to do on a faulted mutex.
   }
 }
 

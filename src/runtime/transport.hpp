@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/protocol.hpp"
@@ -96,6 +97,16 @@ class transport {
 
   // Cancels and completes every posted receive (teardown, or a failed creation).
   void cancel_receives() noexcept;
+
+  // Failures (docs/design.md, "Errors"). A rank whose MPI failed on this mutex tells
+  // every other rank once, best effort: a FAULT message (tag 3) with its error text.
+  // Every rank keeps a FAULT receive posted; test() throws errc::mpi naming the
+  // sender when one arrives, and remote_fault() then stays true.
+  void notify_fault(const std::string& what) noexcept;
+  bool remote_fault() const noexcept { return remote_fault_; }
+  // Teardown of a faulted mutex, without the protocol's drain: cancels the receives,
+  // lets go of incomplete sends (MPI_Request_free), frees what MPI still accepts.
+  void abandon() noexcept;
   // Frees the datatype and the communicator; nothing may be pending.
   void close();
 
@@ -109,7 +120,8 @@ class transport {
   int words_ = 1;  // per REQUEST
   comm_handle comm_;
   wire_format wire_;
-  // [0] the token receive, [1..] REQUEST receives into request_bufs_[k - 1].
+  // [0] the token receive, [1] the FAULT receive, [2..] REQUEST receives into
+  // request_bufs_[k - 2].
   std::vector<MPI_Request> recv_reqs_;
   std::vector<words> request_bufs_;
   std::vector<std::byte> token_buf_;
@@ -131,6 +143,14 @@ class transport {
   std::deque<token_slot> token_sends_;
   token_slot* staged_ = nullptr;
   bool sends_active_ = false;
+
+  static constexpr std::size_t fault_text_bytes = 512;
+  std::array<char, fault_text_bytes> fault_in_{};
+  // The outgoing FAULT text: heap memory that is never freed once sent, since its
+  // sends are let go of without waiting (a failed peer may never receive them).
+  char* fault_out_ = nullptr;
+  int rank_ = 0, size_ = 1;
+  bool remote_fault_ = false;
 };
 
 }  // namespace tally::detail

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "inject.hpp"
 #include "support.hpp"
@@ -49,6 +50,58 @@ TEST(CppErrors, InvalidArgumentsAtCreation) {
   tally::options long_drain;
   long_drain.polling.idle_drain = std::chrono::hours(2);
   expect_error(errc::arg, [&] { tally::mutex m(MPI_COMM_WORLD, long_drain); });
+}
+
+TEST(CppErrors, AnMpiFailureMakesTheMutexUnusableOnEveryRank) {
+  // The last rank's next MPI_Isend (the first REQUEST of its lock) fails. That lock
+  // throws errc::mpi with MPI's error string; every later call of every thread of
+  // that rank rethrows it; every other rank learns it from a FAULT message and
+  // fails its next call naming the rank; free() tears down without hanging and
+  // reports it; and MPI still works for a new mutex.
+  TALLY_FLAT_SEMANTICS();  // a single node sends nothing under topology::node
+  const int n = world_size(), me = world_rank(), victim = n - 1;
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  char mpi_text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(MPI_ERR_OTHER, mpi_text, &len);
+  for (const auto mode : {tally::progress_mode::in_calls, tally::progress_mode::thread}) {
+    tally::options o;
+    o.progress = mode;
+    tally::mutex m(MPI_COMM_WORLD, o);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == victim) {
+      tally::test::fail_isend_after = 1;
+      const std::string what = expect_error(errc::mpi, [&] { m.lock(); });
+      EXPECT_NE(what.find("MPI_Isend(REQUEST) failed"), std::string::npos) << what;
+      EXPECT_NE(what.find(mpi_text), std::string::npos) << what;
+      std::string other_thread;
+      std::thread t([&] { other_thread = expect_error(errc::mpi, [&] { m.lock(); }); });
+      t.join();
+      EXPECT_EQ(other_thread, what);
+      EXPECT_EQ(expect_error(errc::mpi, [&] { (void)m.try_lock(); }), what);
+      EXPECT_EQ(expect_error(errc::mpi, [&] { (void)m.lock_async(); }), what);
+    } else {
+      std::string what;
+      while (what.empty()) {  // until the FAULT message arrives
+        try {
+          m.poll();
+        } catch (const tally::error& e) {
+          EXPECT_EQ(e.code(), errc::mpi);
+          what = e.what();
+        }
+      }
+      EXPECT_NE(what.find("rank " + std::to_string(victim) + " of this mutex failed"), std::string::npos) << what;
+      EXPECT_NE(what.find("MPI_Isend(REQUEST) failed"), std::string::npos) << what;
+      EXPECT_EQ(expect_error(errc::mpi, [&] { m.lock(); }), what);
+    }
+    expect_error(errc::mpi, [&] { m.free(); });  // no drain, no hang; the failure again
+    expect_error(errc::state, [&] { m.lock(); });
+  }
+  tally::mutex fresh(MPI_COMM_WORLD);
+  fresh.lock();
+  fresh.unlock();
+  tally::test::progress_barrier(MPI_COMM_WORLD, fresh);
+  EXPECT_EQ(fresh.stats().acquisitions, 1u);
 }
 
 TEST(CppErrors, QueriesKeepTheirFinalValuesAfterFree) {

@@ -13,11 +13,6 @@
 
 using namespace tally::protocol;
 
-#define FUZZ_CHECK(c) \
-  do {                \
-    if (!(c)) std::abort(); \
-  } while (0)
-
 namespace {
 
 token fabricate(tally::fuzz::input& in, std::int32_t n) {

@@ -7,13 +7,9 @@
 #include <variant>
 
 #include "check/replay.hpp"
+#include "input.hpp"
 
 using namespace tally::check;
-
-#define FUZZ_CHECK(c) \
-  do {                \
-    if (!(c)) std::abort(); \
-  } while (0)
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::istringstream text(std::string(reinterpret_cast<const char*>(data), size));

@@ -14,11 +14,6 @@
 
 using namespace tally::protocol;
 
-#define FUZZ_CHECK(c) \
-  do {                \
-    if (!(c)) std::abort(); \
-  } while (0)
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   tally::fuzz::input in(data, size);
   const std::int32_t n = 1 + static_cast<std::int32_t>(in.below(64));

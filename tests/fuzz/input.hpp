@@ -1,10 +1,19 @@
-// tests/fuzz/input.hpp — reads typed values off a fuzzer's byte string; past the
-// end every read gives zero, so any input is a complete program.
+// tests/fuzz/input.hpp — what the fuzz targets share: FUZZ_CHECK, and a reader of
+// typed values off the input bytes (past the end every read gives zero, so any
+// input is a complete program).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+
+// A property of the target: a violation aborts, which libFuzzer reports with the
+// input (and the corpus driver as a crash).
+#define FUZZ_CHECK(c)       \
+  do {                      \
+    if (!(c)) std::abort(); \
+  } while (0)
 
 namespace tally::fuzz {
 

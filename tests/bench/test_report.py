@@ -114,6 +114,16 @@ class Report(unittest.TestCase):
         self.assertIn("not valid JSON", r.stderr)
         self.assertEqual(r.stdout, "")
 
+    def test_unwritable_plots_dir(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            blocker = os.path.join(tmp, "a-file")
+            open(blocker, "w").close()
+            r = run("--plots", os.path.join(blocker, "plots"), FIXTURE)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("cannot write plots into", r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
     def test_missing_file(self):
         missing = os.path.join(HERE, "no-such-file.json")
         r = run(FIXTURE, missing)

@@ -86,13 +86,15 @@ export TALLY_BENCH_ARGS="$TALLY_TEST_BENCH_ARGS" TALLY_FILTER="$TALLY_TEST_FILTE
 queue_size() { squeue -h -t PD,CF,R,CG,CD,S -o %i | wc -l; }
 
 # --- bad submissions: a usage error or Slurm's refusal, and nothing queued ----------
-# refused EXPECTED_STDERR_REGEX ARGS...
+# refused EXPECTED_STDERR_REGEX ARGS...: a usage error (status 2, README); Slurm's
+# own refusals are status 1 (REFUSED_STATUS=1).
 refused() {
-  local want=$1 out err rc=0
+  local want=$1 out err rc=0 status=${REFUSED_STATUS:-2}
   shift
   out=$(env "$marker" "$submit" "$@" 2>"$work/err") || rc=$?
   err=$(<"$work/err")
   ((rc != 0)) || fail "submit $* was accepted (stdout: $out)"
+  ((rc == status)) || fail "submit $* exited $rc, not $status: $err"
   [[ -z "$out" ]] || fail "submit $* printed a job id '$out' although it failed"
   grep -Eq -- "$want" <<<"$err" || fail "submit $*: stderr lacks /$want/: $err"
   printf '   refused as expected: submit %s\n     -> %s\n' "$*" "$(grep -E -- "$want" <<<"$err" | head -n 1)" >&2
@@ -112,9 +114,13 @@ refused 'needs a value' handoff -N 1 --ranks-per-node 2 -T
 refused 'unknown option' handoff -N 1 --ranks-per-node 2 -T tcp --nodse 1 -b "$bench"
 refused 'unknown launcher' handoff -N 1 --ranks-per-node 2 -T tcp -l aprun -b "$bench"
 refused 'tally_bench not found' handoff -N 1 --ranks-per-node 2 -T tcp -b "$work/no-such-bench"
+refused 'tally_bench not found' handoff -N 1 --ranks-per-node 2 -T tcp -b /nonexistent
+refused 'bad --time' handoff -N 1 --ranks-per-node 2 -T tcp -t 99:99:99 -b "$bench"
+refused 'bad --time' handoff -N 1 --ranks-per-node 2 -T tcp -t 1-24 -b "$bench"
+refused 'not a valid regular expression' handoff -N 1 --ranks-per-node 2 -T tcp -f 'BM_(' -b "$bench"
 # Slurm itself refuses these: more nodes than the cluster has, an unknown partition.
-refused 'Batch job submission failed' scaling -N 2 --ranks-per-node 2 -T tcp -b "$bench" -o "$results"
-refused 'invalid partition' handoff -N 1 --ranks-per-node 2 -T tcp -p nosuch -b "$bench" -o "$results"
+REFUSED_STATUS=1 refused 'Batch job submission failed' scaling -N 2 --ranks-per-node 2 -T tcp -b "$bench" -o "$results"
+REFUSED_STATUS=1 refused 'invalid partition' handoff -N 1 --ranks-per-node 2 -T tcp -p nosuch -b "$bench" -o "$results"
 after=$(queue_size)
 ((before == after)) || fail "bad submissions reached the queue: $(squeue -h -t all -o '%i %j %T')"
 ((after == 0)) || fail "queue not empty before any good submission: $(squeue -h -t all)"

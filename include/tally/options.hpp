@@ -72,6 +72,10 @@ struct options {
   // the mutex and the likely cause (it never aborts). Zero turns it off. Unset: the
   // environment variable TALLY_WAIT_WARNING (seconds), else 30 s.
   std::optional<std::chrono::milliseconds> wait_warning;
+  // A directory to write this mutex's handoff timeline into at free() (one file per
+  // rank; tools/tally-trace merges them, docs/design.md "Timeline"). Empty: the
+  // environment variable TALLY_TRACE if set, else off.
+  std::string trace;
 };
 
 // Upper bound on options::payload_bytes (1 MiB): the token moves on every handoff.

@@ -237,6 +237,7 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
     throw;
   }
   slot_.enter(me);
+  trace_enter_locked();
   return true;
 }
 
@@ -257,6 +258,7 @@ bool engine::try_lock() {
   }
   slot_.take();
   slot_.enter(me);
+  trace_enter_locked();
   return true;
 }
 
@@ -276,6 +278,7 @@ void engine::unlock() {
     const std::uint64_t t0 = ticks();
     pacing_.polled(t0, progress_locked(false));
   }
+  trace_exit_locked();
   try {
     leave_locked("unlock");
   } catch (...) {
@@ -285,6 +288,20 @@ void engine::unlock() {
   transport_.repost_requests();
   release_slot_locked();
   if (attention_locked()) progress_.nudge();  // an idle token or a send in flight
+}
+
+void engine::trace_enter_locked() {
+  if (!trace_.on()) return;
+  std::uint64_t local = 0;
+  if (!node_) {
+    local = peer_.counters().local_acquisitions;
+  } else {
+    node_->lock();
+    local = node_->cohort().counters_of(node_->local()).local_acquisitions;
+    node_->unlock();
+  }
+  trace_.record(trace_log::kind::enter, -1, local != traced_local_ ? 1 : 0);
+  traced_local_ = local;
 }
 
 void engine::fault(std::exception_ptr e) noexcept {

@@ -165,6 +165,10 @@ class engine : public std::enable_shared_from_this<engine> {
   void require_live() const;  // throws errc::state after free/finalize, or a kept fault
   void fault_locked(std::exception_ptr e) noexcept;
   void notify_fault_locked() noexcept;  // fault_'s text to the other ranks
+  // The timeline's enter and exit events (trace_); an entry counted local by the
+  // protocol is marked local.
+  void trace_enter_locked();
+  void trace_exit_locked() noexcept { trace_.record(trace_log::kind::exit); }
   // free() of a faulted mutex: no drain (a failed rank may never answer).
   void free_faulted_locked();
   void send_token(protocol::rank_t to);
@@ -183,6 +187,8 @@ class engine : public std::enable_shared_from_this<engine> {
   unlock_pacing pacing_;
   bool live_ = true;
   std::exception_ptr fault_;        // an MPI failure, here or on another rank (fault())
+  trace_log trace_;                 // the handoff timeline, off unless asked for
+  std::uint64_t traced_local_ = 0;  // local entries counted when the last enter was traced
   std::vector<std::byte> payload_;  // the token's payload while held here
   protocol::token spare_;           // storage for unpacking, recycled from sent tokens
   std::shared_ptr<acquisition> async_;  // the outstanding acquisition (waiting_slot or pending)

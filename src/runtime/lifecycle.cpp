@@ -147,6 +147,10 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   const unsigned k = ++created;
   if (opts_.name.empty()) opts_.name = "mutex #" + std::to_string(k);
   wait_warning_ = wait_warning(opts_);
+  if (opts_.trace.empty())
+    if (const char* dir = std::getenv("TALLY_TRACE")) opts_.trace = dir;
+  trace_.open(opts_.trace, opts_.name, rank_, size_);
+  transport_.set_trace(&trace_);
   if (opts_.topology != topology::flat) {
     // Node topology: the shared-memory level. `automatic` keeps it only where some
     // node holds two or more ranks, and falls back to flat where it cannot be built.
@@ -238,6 +242,7 @@ void engine::free(bool at_finalize) {
   slot_.wake_all();
   if (fault_) {
     free_faulted_locked();
+    trace_.flush();
     std::rethrow_exception(fault_);
   }
 
@@ -265,12 +270,14 @@ void engine::free(bool at_finalize) {
       node_->unlock();
       if (entered_locked()) {
         held = true;
+        trace_exit_locked();
         leave_locked("free");
       } else if (waiting && !withdraw_locked("free")) {
         leave_locked("free");
       }
     } else if (peer_.mode() == protocol::mode::in_cs) {
       held = true;
+      trace_exit_locked();
       progress_locked();
       execute(peer_.unlock(), "free");
     } else if (peer_.mode() == protocol::mode::requesting && !peer_.withdrawn()) {
@@ -320,6 +327,7 @@ void engine::free(bool at_finalize) {
     failure = std::current_exception();
     transport_.cancel_receives();
   }
+  trace_.flush();
   if (failure) std::rethrow_exception(failure);
   if (held) {
     if (at_finalize)

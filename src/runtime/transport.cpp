@@ -79,6 +79,7 @@ transport::arrivals transport::test() {
     const auto idx = static_cast<std::size_t>(done_idx_[c]);
     if (idx == 0) {
       token = true;
+      if (trace_) trace_->record(trace_log::kind::token_in, done_status_[c].MPI_SOURCE);
       continue;
     }
     if (idx == 1) {
@@ -125,6 +126,7 @@ void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::
                         &slot.reqs[k]),
               "MPI_Isend(REQUEST)");
   sends_active_ = true;
+  if (trace_) trace_->record(trace_log::kind::request, -1, seq.value());
 }
 
 std::byte* transport::stage_token() {
@@ -144,6 +146,7 @@ void transport::send_staged(protocol::rank_t to) {
   check_mpi(MPI_Isend(slot.buf.data(), 1, wire_.type(), to.value(), tag_token, comm_.get(), &slot.req),
             "MPI_Isend(token)");
   sends_active_ = true;
+  if (trace_) trace_->record(trace_log::kind::token_out, to.value());
 }
 
 void transport::send_token(protocol::rank_t to, const protocol::token& t,

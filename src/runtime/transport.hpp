@@ -28,6 +28,7 @@
 
 #include "core/protocol.hpp"
 #include "runtime/handles.hpp"
+#include "runtime/trace.hpp"
 #include "runtime/wire.hpp"
 
 namespace tally::detail {
@@ -107,6 +108,8 @@ class transport {
   // Teardown of a faulted mutex, without the protocol's drain: cancels the receives,
   // lets go of incomplete sends (MPI_Request_free), frees what MPI still accepts.
   void abandon() noexcept;
+  // Where REQUESTs sent and tokens sent and received are recorded (may be off).
+  void set_trace(trace_log* t) noexcept { trace_ = t; }
   // Frees the datatype and the communicator; nothing may be pending.
   void close();
 
@@ -151,6 +154,7 @@ class transport {
   char* fault_out_ = nullptr;
   int rank_ = 0, size_ = 1;
   bool remote_fault_ = false;
+  trace_log* trace_ = nullptr;
 };
 
 }  // namespace tally::detail

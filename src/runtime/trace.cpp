@@ -1,0 +1,86 @@
+#include "runtime/trace.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace tally::detail {
+
+namespace {
+const char* name_of(trace_log::kind k) {
+  switch (k) {
+    case trace_log::kind::request: return "request";
+    case trace_log::kind::token_in: return "token_in";
+    case trace_log::kind::token_out: return "token_out";
+    case trace_log::kind::enter: return "enter";
+    case trace_log::kind::exit: return "exit";
+  }
+  return "?";
+}
+
+// The mutex's name as a file-name part: letters, digits, '-', '_' and '.' kept,
+// anything else a '-'.
+std::string file_part(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                      c == '_' || c == '.';
+    out += keep ? c : '-';
+  }
+  return out;
+}
+
+// A JSON string literal of s.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+}  // namespace
+
+void trace_log::open(const std::string& dir, const std::string& mutex_name, int rank, int size,
+                     std::size_t capacity) {
+  if (dir.empty()) return;
+  name_ = mutex_name;
+  rank_ = rank;
+  size_ = size;
+  path_ = dir + "/tally-" + file_part(mutex_name) + "-rank" + std::to_string(rank) + ".jsonl";
+  events_.resize(capacity);
+  used_ = 0;
+  dropped_ = 0;
+  origin_ = std::chrono::steady_clock::now();
+  on_ = true;
+}
+
+void trace_log::flush() noexcept {
+  if (!on_) return;
+  on_ = false;
+  std::FILE* f = std::fopen(path_.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "tally: cannot write the trace %s: %s\n", path_.c_str(), std::strerror(errno));
+    return;
+  }
+  std::fprintf(f, "{\"tally_trace\":1,\"mutex\":%s,\"rank\":%d,\"size\":%d,\"events\":%zu,\"dropped\":%llu}\n",
+               quoted(name_).c_str(), rank_, size_, used_, static_cast<unsigned long long>(dropped_));
+  for (std::size_t i = 0; i < used_; ++i) {
+    const event& e = events_[i];
+    std::fprintf(f, "{\"t\":%lld,\"ev\":\"%s\",\"peer\":%d,\"seq\":%llu}\n",
+                 static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(e.t).count()),
+                 name_of(e.what), e.peer, static_cast<unsigned long long>(e.seq));
+  }
+  if (std::fclose(f) != 0)
+    std::fprintf(stderr, "tally: cannot write the trace %s: %s\n", path_.c_str(), std::strerror(errno));
+}
+
+}  // namespace tally::detail

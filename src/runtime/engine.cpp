@@ -141,13 +141,7 @@ void engine::abandon_locked() noexcept {
   }
 }
 
-std::uint64_t engine::acquisitions_locked() const {
-  if (!node_) return peer_.counters().acquisitions;
-  node_->lock();
-  const std::uint64_t n = node_->cohort().counters_of(node_->local()).acquisitions;
-  node_->unlock();
-  return n;
-}
+std::uint64_t engine::acquisitions_locked() const { return stats_locked().acquisitions; }
 
 std::span<std::byte> engine::payload_locked() noexcept {
   return node_ ? node_->payload() : std::span<std::byte>(payload_);
@@ -292,14 +286,7 @@ void engine::unlock() {
 
 void engine::trace_enter_locked() {
   if (!trace_.on()) return;
-  std::uint64_t local = 0;
-  if (!node_) {
-    local = peer_.counters().local_acquisitions;
-  } else {
-    node_->lock();
-    local = node_->cohort().counters_of(node_->local()).local_acquisitions;
-    node_->unlock();
-  }
+  const std::uint64_t local = stats_locked().local_acquisitions;
   trace_.record(trace_log::kind::enter, -1, local != traced_local_ ? 1 : 0);
   traced_local_ = local;
 }
@@ -310,7 +297,7 @@ void engine::fault(std::exception_ptr e) noexcept {
 }
 
 void engine::fault_locked(std::exception_ptr e) noexcept {
-  if (fault_ || !live_) return;
+  if (fault_) return;
   fault_ = std::move(e);
   if (!transport_.remote_fault()) notify_fault_locked();
   slot_.wake_all();

@@ -317,8 +317,7 @@ void engine::free(bool at_finalize) {
   } catch (const error& e) {
     failure = std::current_exception();
     if (e.code() == errc::mpi) {  // here or (a FAULT message) on another rank
-      fault_ = failure;
-      if (!transport_.remote_fault()) notify_fault_locked();
+      fault_locked(failure);
       free_faulted_locked();
     } else {
       transport_.cancel_receives();

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "support.hpp"
 #include "tally/mutex.hpp"
 
 namespace {
@@ -71,15 +72,11 @@ int main(int argc, char** argv) {
   tally::mutex a(MPI_COMM_WORLD, env_traced), b(MPI_COMM_WORLD, opt_traced);
   work(a, me);
   work(b, me + 1);
-  auto drain = [&] {  // every rank answers until all are done: the counters are final
-    MPI_Request req;
-    MPI_Ibarrier(MPI_COMM_WORLD, &req);
-    for (int done = 0; !done; MPI_Test(&req, &done, MPI_STATUS_IGNORE)) {
-      a.poll();
-      b.poll();
-    }
-  };
-  drain();
+  // Every rank answers until all are done: the counters are final.
+  tally::test::progress_barrier(MPI_COMM_WORLD, [&] {
+    a.poll();
+    b.poll();
+  });
   a.free();
   b.free();
   expect(dir, a);  // final after free(): every token send completed

@@ -181,12 +181,17 @@ double measurement::publish(benchmark::State& state, compare_to ref, std::int64_
   if (sum[10] > 0) c["away_ns"] = mean_of(sum[9], sum[10]);
 
   const double mean = mean_ns(state);
+  double sample_total = 0;
+  for (double v : g.samples) sample_total += v;
   std::sort(g.samples.begin(), g.samples.end());
   const double p50 = percentile(g.samples, 0.50);
   c["mean_ns"] = mean;
   c["p50_ns"] = p50;
   c["p99_ns"] = percentile(g.samples, 0.99);
   c["samples"] = static_cast<double>(g.samples.size());
+  // The mean of the very samples p50 and p99 come from (mean_ns is the rate:
+  // Google Benchmark's time per iteration, batch boundaries included).
+  if (!g.samples.empty()) c["sample_mean_ns"] = sample_total / static_cast<double>(g.samples.size());
 
   const floor_value& f = measured_floor();
   const bool have_floor = f.ranks == w.size && std::isfinite(f.one_way_ns);

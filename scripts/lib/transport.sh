@@ -31,6 +31,9 @@
 #                             launcher that passes the environment on)
 # tally_mpi_local_env         exports what Open MPI needs on this machine: running
 #                             as root, more ranks than cores
+# tally_log_errors FILE       prints the lines of a run's log that report a transport
+#                             or MPI failure (UCX errors such as "Endpoint timeout",
+#                             BTL/PML errors, aborts, signals); status 0 if any
 
 tally_transports='shm tcp shm+tcp ucx auto'
 
@@ -84,4 +87,13 @@ tally_mpi_local_env() {
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   fi
   export OMPI_MCA_rmaps_base_oversubscribe=1
+}
+
+# What an MPI or transport failure prints, in Open MPI, UCX and MPICH logs. A run
+# whose exit status is 0 can still have hit one (a retried UCX endpoint, a BTL
+# falling back), and its numbers are then not the transport's.
+tally_log_error_re='UCX +ERROR|Endpoint timeout|\bbtl_[a-z]+_[a-z_]*: .*[Ee]rror|mca_[a-z]+_[a-z_]+.*(failed|error)|MPI_ABORT|MPI_Abort|ORTE has lost|PMIX ERROR|Fatal error in|[Ss]egmentation fault|signal [0-9]+ \(|Assertion .* failed|terminate called'
+
+tally_log_errors() {
+  grep -E -- "$tally_log_error_re" "$1"
 }

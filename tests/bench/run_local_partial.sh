@@ -1,21 +1,50 @@
 #!/usr/bin/env bash
-# bench/run-local with one configuration that cannot run (an unknown transport): it
-# must exit 1, name that configuration, write OUTDIR/PARTIAL, and still run and
-# report the others.
+# bench/run-local with runs that fail in each way it must catch: an unknown
+# transport, a log that reports a transport error though the run exits 0, and a run
+# that hangs past TALLY_BENCH_TIMEOUT. Each time it must exit 1, name the failed
+# configuration (stderr and OUTDIR/PARTIAL), and still run and report the others.
 # usage: run_local_partial.sh RUN_LOCAL TALLY_BENCH OUTDIR
 set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: $0 RUN_LOCAL TALLY_BENCH OUTDIR" >&2; exit 2; }
 run_local=$1 bench=$2 out=$3
 fail() { echo "run_local_partial: $*" >&2; exit 1; }
-rm -rf "$out" "$out.err"
-rc=0
-TALLY_BENCH=$bench TALLY_BENCH_CONFIGS="shm:2 nosuch:2" TALLY_BENCH_FILTER='^BM_(Floor|Handoff<tally>)' \
-  TALLY_BENCH_MIN_TIME=0.002 "$run_local" "$out" >/dev/null 2>"$out.err" || rc=$?
-cat "$out.err" >&2
-((rc == 1)) || fail "exit status $rc, not 1"
-grep -q "1 of 2 configuration(s) failed" "$out.err" || fail "no summary of the failure"
-grep -q "nosuch, 2 ranks: unknown transport" "$out.err" || fail "the failed configuration is not named"
-grep -q "nosuch, 2 ranks" "$out/PARTIAL" || fail "PARTIAL does not name it"
-[ -s "$out/shm-2.json" ] || fail "the good configuration did not run"
-grep -q "Handoff" "$out/table.md" || fail "the good configuration was not reported"
-echo "run_local_partial: ok"
+real_mpiexec=${MPIEXEC:-mpiexec}
+rm -rf "$out" && mkdir -p "$out"
+
+# run-local's launcher for the second and third cases: the real one, except for the
+# TCP run, which prints a UCX error (then runs normally) or hangs.
+cat >"$out/mpiexec-wrapper" <<WRAP
+#!/usr/bin/env bash
+if [[ " \$* " == *" self,tcp "* ]]; then
+  case "\$WRAP_MODE" in
+    ucx) echo "[1.0] [vm:1:0] flush.c:26 UCX  ERROR req 0x1: error during flush: Endpoint timeout" >&2 ;;
+    hang) exec sleep 600 ;;
+  esac
+fi
+exec "$real_mpiexec" "\$@"
+WRAP
+chmod +x "$out/mpiexec-wrapper"
+
+# check CASE CONFIGS WANT [ENV...]: run-local exits 1, names WANT in stderr and
+# PARTIAL, and reports the shm run.
+check() {
+  local case=$1 configs=$2 want=$3 dir="$out/$1" rc=0
+  shift 3
+  env "$@" TALLY_BENCH="$bench" TALLY_BENCH_CONFIGS="$configs" \
+    TALLY_BENCH_FILTER='^BM_(Floor|Handoff<tally>)' TALLY_BENCH_MIN_TIME=0.002 \
+    "$run_local" "$dir" >/dev/null 2>"$dir.err" || rc=$?
+  cat "$dir.err" >&2
+  ((rc == 1)) || fail "$case: exit status $rc, not 1"
+  grep -q "1 of 2 configuration(s) failed" "$dir.err" || fail "$case: no summary of the failure"
+  grep -qF "$want" "$dir.err" || fail "$case: the failure is not named ('$want')"
+  grep -qF "$want" "$dir/PARTIAL" || fail "$case: PARTIAL does not name it"
+  [ -s "$dir/shm-2.json" ] || fail "$case: the good configuration did not run"
+  grep -q "| shm | 2 | handoff" "$dir/table.md" || fail "$case: the good configuration was not reported"
+}
+
+check unknown "shm:2 nosuch:2" "nosuch, 2 ranks: unknown transport"
+check ucx "shm:2 tcp:2" "tcp, 2 ranks: the log reports an MPI or transport error: [1.0]" \
+  MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=ucx
+check hang "shm:2 tcp:2" "tcp, 2 ranks: stopped after 5 s (TALLY_BENCH_TIMEOUT)" \
+  MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=hang TALLY_BENCH_TIMEOUT=5
+echo "run_local_partial: ok (unknown transport, transport error in the log, timeout)"

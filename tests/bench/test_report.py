@@ -21,7 +21,7 @@ def run(*args):
                           timeout=120)
 
 
-def rows(stdout, columns=10):
+def rows(stdout, columns=11):
     """Rows of the table with `columns` cells, keyed by (transport, benchmark, lock)."""
     out = {}
     for line in stdout.splitlines():
@@ -37,13 +37,13 @@ class Report(unittest.TestCase):
             r = run("--plots", tmp, FIXTURE)
             self.assertEqual(r.returncode, 0, r.stderr)
             t = rows(r.stdout)
-            # Floor: one-way mean, counted message size.
-            self.assertEqual(t[("shm", "Floor", "floor")][4:10],
-                             ["1.00 µs", "990 ns", "1.50 µs", "1.00", "28.0", "–"])
-            # Units converted (us -> ns), ratio carried over.
-            self.assertEqual(t[("shm", "Handoff", "tally")][4:10],
-                             ["1.25 µs", "1.20 µs", "3.10 µs", "1.50", "32.0", "1.25"])
-            self.assertEqual(t[("shm", "Handoff", "win_lock")][9], "4.00")
+            # Floor: one-way time per entry, the samples' mean (absent: –), counted size.
+            self.assertEqual(t[("shm", "Floor", "floor")][4:11],
+                             ["1.00 µs", "–", "990 ns", "1.50 µs", "1.00", "28.0", "–"])
+            # Units converted (us -> ns), the samples' own mean, ratio carried over.
+            self.assertEqual(t[("shm", "Handoff", "tally")][4:11],
+                             ["1.25 µs", "1.22 µs", "1.20 µs", "3.10 µs", "1.50", "32.0", "1.25"])
+            self.assertEqual(t[("shm", "Handoff", "win_lock")][10], "4.00")
             self.assertIn(("shm", "CsSweep(cs_ns=10000,think_ns=0)", "tally"), t)
             self.assertIn(("shm", "IdleHolder(compute_us=10)", "tally_thread"), t)
             self.assertIn("skipped: thread progress needs MPI_THREAD_MULTIPLE",
@@ -67,6 +67,84 @@ class Report(unittest.TestCase):
                 self.assertTrue(os.path.getsize(path) > 1000, png)
                 with open(path, "rb") as f:
                     self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_summary(self):
+        r = run(FIXTURE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout
+        self.assertLess(out.index("## Summary"), out.index("## Full tables"))
+        summ = out[:out.index("## Full tables")]
+        self.assertLess(len(summ.splitlines()), 60, "the summary must fit a screen")
+        cells = {}
+        for line in summ.splitlines():
+            c = [x.strip() for x in line.strip().strip("|").split("|")]
+            if c[0] == "shm":
+                cells.setdefault(c[2], []).append(c)
+        # Against the floor (990 ns one-way): handoffs only, 1400 / 990; remote
+        # acquire 2500 / 1980; local re-entry in ns; win_lock 20000 / 990.
+        floor_row = cells["handoff"][0]
+        self.assertEqual(floor_row[3:7], ["990 ns", "1.41× ✗", "–", "20.20×"])
+        self.assertEqual(cells["remote acquire"][0][3:5], ["1.98 µs", "1.26× ✓"])
+        self.assertEqual(cells["local re-entry (rank 1)"][0][3:5], ["–", "80 ns ✓"])
+        # Against each peer: win_lock's handoff over tally's.
+        self.assertEqual(cells["handoff"][1][3], "14.29")
+        self.assertIn("Targets: 2 met, 1 missed:", summ)
+        self.assertIn("- ✗ shm, 2 ranks: tally handoff 1.41 × floor (target ≤ 1.3 × floor)", summ)
+
+    def test_full_tables_to_a_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            full = os.path.join(tmp, "full.md")
+            r = run("--full", full, FIXTURE)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("## Summary", r.stdout)
+            self.assertNotIn("| transport | ranks | benchmark |", r.stdout)
+            self.assertIn("The full tables: full.md", r.stdout)
+            with open(full, encoding="utf-8") as f:
+                self.assertIn(("shm", "Handoff", "tally"), rows(f.read()))
+
+    def test_oversubscribed_marked(self):
+        with open(FIXTURE, encoding="utf-8") as f:
+            doc = json.load(f)
+        doc["context"].update(num_cpus=2, mpi_ranks="4")
+        for b in doc["benchmarks"]:
+            if "ranks" in b:
+                b["ranks"] = 4
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "over.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            r = run("--plots", tmp, path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| shm | 4* | handoff |", r.stdout)
+            self.assertIn(("shm", "Handoff", "tally"), rows(r.stdout))
+            self.assertEqual(rows(r.stdout)[("shm", "Handoff", "tally")][1], "4*")
+        with open(FIXTURE, encoding="utf-8") as f:
+            doc = json.load(f)
+        doc["context"].update(num_cpus=4)  # 2 ranks on 4 cores: not oversubscribed
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "fits.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            r = run(path)
+            self.assertIn("| shm | 2 | handoff |", r.stdout)
+
+    def test_below_floor_reasons(self):
+        import importlib.machinery
+        import importlib.util
+        loader = importlib.machinery.SourceFileLoader("report", REPORT)
+        report = importlib.util.module_from_spec(importlib.util.spec_from_loader("report", loader))
+        loader.exec_module(report)
+        base = {"transport": "shm", "nodes": 1, "ranks": 2, "cores": 2, "handoff_share": 1.0}
+        why = report.below_floor_reason
+        self.assertIn("no message", why(dict(base, kind="win_lock"), "handoff", 0.5))
+        self.assertIn("shared memory", why(dict(base, kind="tally_node"), "handoff", 0.5))
+        self.assertIn("re-entries", why(dict(base, kind="tally", handoff_share=0.6),
+                                        "all entries", 0.5))
+        self.assertIn("spread", why(dict(base, kind="tally"), "handoff", 0.9))
+        self.assertIn("oversubscribed", why(dict(base, kind="tally", ranks=4), "handoff", 0.5))
+        # Nothing explains a flat tally handoff at half the floor over TCP.
+        self.assertIsNone(why(dict(base, kind="tally", transport="tcp"), "handoff", 0.5))
+        self.assertIsNone(why(dict(base, kind="win_lock", transport="tcp"), "handoff", 0.5))
 
     def test_append_table(self):
         ctx = {"mpi_btl": "self,tcp", "mpi_pml": "ob1", "mpi_ranks": "3"}

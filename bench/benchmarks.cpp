@@ -31,21 +31,14 @@ constexpr int tag_turn = 1, tag_go = 2, tag_done = 3;
 
 bool enough_ranks(benchmark::State& state) {
   if (world().size >= 2) return true;
-  state.SkipWithError("needs at least 2 ranks");
+  state.SkipWithError(not_applicable("needs at least 2 ranks").c_str());
   return false;
 }
 
-// Constructs the lock on every rank. A kind that cannot be built here (tally_thread
-// without MPI_THREAD_MULTIPLE) fails alike on every rank and is skipped.
+// Constructs the lock on every rank, or skips the benchmark (lock_kinds.hpp).
 template <lock_kind L>
-std::optional<L> make_lock(benchmark::State& state) {
-  if (!enough_ranks(state)) return std::nullopt;
-  try {
-    return std::optional<L>(std::in_place, world().comm);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return std::nullopt;
-  }
+bool make_lock(benchmark::State& state, std::optional<L>& lk) {
+  return enough_ranks(state) && construct(state, lk, world().comm, world().shared_windows);
 }
 
 // --- BM_Floor: ping-pong of a token-sized message between ranks 0 and 1 ---------------
@@ -104,8 +97,8 @@ void BM_Floor(benchmark::State& state) {
 // the next holder may already be in, so exit gaps would misattribute handoffs.)
 template <lock_kind L>
 void run_contended(benchmark::State& state, ns_t cs_ns, ns_t think_ns) {
-  std::optional<L> lk = make_lock<L>(state);
-  if (!lk) return;
+  std::optional<L> lk;
+  if (!make_lock(state, lk)) return;
   auto poll = [&] { lk->poll(); };
   measurement m;
   auto entry = [&](bool record) {
@@ -150,8 +143,8 @@ void BM_CsSweep(benchmark::State& state) {
 // the other ranks' turns.
 template <lock_kind L>
 void BM_RemoteAcquire(benchmark::State& state) {
-  std::optional<L> lk = make_lock<L>(state);
-  if (!lk) return;
+  std::optional<L> lk;
+  if (!make_lock(state, lk)) return;
   auto poll = [&] { lk->poll(); };
   const int n = world().size, me = world().rank;
   const int prev = (me + n - 1) % n, next = (me + 1) % n;
@@ -202,8 +195,8 @@ void BM_RemoteAcquire(benchmark::State& state) {
 // (context: clock_read_ns).
 template <lock_kind L>
 void BM_LocalReacquire(benchmark::State& state) {
-  std::optional<L> lk = make_lock<L>(state);
-  if (!lk) return;
+  std::optional<L> lk;
+  if (!make_lock(state, lk)) return;
   auto poll = [&] { lk->poll(); };
   const int actor = static_cast<int>(state.range(0));
   const bool acting = world().rank == actor;
@@ -256,8 +249,8 @@ void BM_LocalReacquire(benchmark::State& state) {
 // iteration is one timed acquisition; entries (for messages/entry) are both ranks'.
 template <lock_kind L>
 void BM_IdleHolder(benchmark::State& state) {
-  std::optional<L> lk = make_lock<L>(state);
-  if (!lk) return;
+  std::optional<L> lk;
+  if (!make_lock(state, lk)) return;
   auto poll = [&] { lk->poll(); };
   const ns_t compute = state.range(0) * 1000;
   const int me = world().rank;

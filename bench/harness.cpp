@@ -33,6 +33,17 @@ void init_world() {
   MPI_Comm_split_type(g_world.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   int node_rank = 0;
   MPI_Comm_rank(node, &node_rank);
+  // Probe a shared window with errors returned, then agree: a transport without
+  // shared windows (osc/ucx or osc/pt2pt alone) fails on some or all ranks.
+  MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+  MPI_Win win = MPI_WIN_NULL;
+  void* base = nullptr;
+  int works = MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, node, &base, &win) ==
+              MPI_SUCCESS;
+  if (win != MPI_WIN_NULL) MPI_Win_free(&win);
+  int all = 0;
+  MPI_Allreduce(&works, &all, 1, MPI_INT, MPI_LAND, g_world.comm);
+  g_world.shared_windows = all != 0;
   MPI_Comm_free(&node);
   const int leader = node_rank == 0 ? 1 : 0;
   MPI_Allreduce(&leader, &g_world.nodes, 1, MPI_INT, MPI_SUM, g_world.comm);

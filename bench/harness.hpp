@@ -29,6 +29,9 @@ struct world_info {
   int rank = 0;
   int size = 1;
   int nodes = 1;                  // distinct shared-memory nodes
+  // MPI_Win_allocate_shared works on every rank's node communicator (the transport's
+  // osc component can make shared windows; tally_node needs them).
+  bool shared_windows = false;
 };
 
 // Valid between init_world() and finalize_world().

@@ -12,7 +12,13 @@
 
 #include <mpi.h>
 
+#include <benchmark/benchmark.h>
+
 #include <concepts>
+#include <exception>
+#include <optional>
+#include <string>
+#include <type_traits>
 
 #include "baselines/lock_server.hpp"
 #include "core/token_layout.hpp"
@@ -92,6 +98,41 @@ using tally_node = tally_kind<node_inline_options>;
 
 static_assert(lock_kind<tally_inline> && lock_kind<tally_thread> && lock_kind<tally_node>);
 #endif
+
+// The skip message of a benchmark that does not apply to this run (a kind the MPI
+// or the transport cannot have), as opposed to one that failed. bench/run-local
+// counts only the others as failures.
+inline std::string not_applicable(const std::string& why) { return "not applicable: " + why; }
+
+// Constructs L over comm on every rank (collective), or skips the benchmark and returns
+// false: "not applicable" for tally_node where the transport makes no shared
+// windows (harness.hpp, world_info) and for a progress mode above the MPI's thread
+// level; the constructor's error for anything else.
+template <lock_kind L>
+bool construct(benchmark::State& state, std::optional<L>& out, MPI_Comm comm, bool shared_windows) {
+#if TALLY_BENCH_HAVE_TALLY
+  if (std::is_same_v<L, tally_node> && !shared_windows) {
+    state.SkipWithError(not_applicable("tally_node needs MPI_Win_allocate_shared, which this "
+                                       "transport's one-sided component cannot make").c_str());
+    return false;
+  }
+#else
+  (void)shared_windows;
+#endif
+  try {
+    out.emplace(comm);
+    return true;
+#if TALLY_BENCH_HAVE_TALLY
+  } catch (const tally::error& e) {
+    state.SkipWithError(e.code() == tally::errc::thread_level ? not_applicable(e.what()).c_str()
+                                                              : e.what());
+    return false;
+#endif
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return false;
+  }
+}
 
 static_assert(lock_kind<win_lock> && lock_kind<rma_mcs> && lock_kind<lock_server> &&
               lock_kind<ricart_agrawala>);

@@ -59,12 +59,7 @@ void BM_ComputeCost(benchmark::State& state) {
   };
   const double base = timed();  // no mutex yet
   std::optional<L> lk;
-  try {
-    lk.emplace(world().comm);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  if (!construct(state, lk, world().comm, world().shared_windows)) return;
   auto poll = [&] { lk->poll(); };
   if (world().rank == 0) {  // rank 0 starts with the token: now it holds it idle
     lk->lock();
@@ -91,16 +86,11 @@ void BM_ComputeCost(benchmark::State& state) {
 template <class L>
 void BM_AsyncOverlap(benchmark::State& state) {
   if (world().size < 2) {
-    state.SkipWithError("needs at least 2 ranks");
+    state.SkipWithError(not_applicable("needs at least 2 ranks").c_str());
     return;
   }
   std::optional<L> lk;
-  try {
-    lk.emplace(world().comm);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  if (!construct(state, lk, world().comm, world().shared_windows)) return;
   tally::mutex& m = lk->get();
   auto poll = [&] { lk->poll(); };
   const ns_t compute = state.range(0) * 1000;

@@ -47,4 +47,15 @@ check ucx "shm:2 tcp:2" "tcp, 2 ranks: the log reports an MPI or transport error
   MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=ucx
 check hang "shm:2 tcp:2" "tcp, 2 ranks: stopped after 5 s (TALLY_BENCH_TIMEOUT)" \
   MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=hang TALLY_BENCH_TIMEOUT=5
-echo "run_local_partial: ok (unknown transport, transport error in the log, timeout)"
+
+# A benchmark that does not apply to a run is skipped, not failed: tally_node over
+# TCP, whose osc component makes no shared windows. Exit 0, no PARTIAL.
+dir="$out/not-applicable" rc=0
+TALLY_BENCH="$bench" TALLY_BENCH_CONFIGS="tcp:2" TALLY_BENCH_FILTER='^BM_(Floor|Handoff<tally_node>)' \
+  TALLY_BENCH_MIN_TIME=0.002 "$run_local" "$dir" >/dev/null 2>"$dir.err" || rc=$?
+cat "$dir.err" >&2
+((rc == 0)) || fail "not-applicable: exit status $rc, not 0"
+[ ! -e "$dir/PARTIAL" ] || fail "not-applicable: PARTIAL written"
+grep -q "Handoff | tally_node | skipped: not applicable: tally_node needs MPI_Win_allocate_shared" \
+  "$dir/full.md" || fail "not-applicable: full.md does not say why tally_node was skipped"
+echo "run_local_partial: ok (unknown transport, transport error in the log, timeout; not applicable is no failure)"

@@ -69,30 +69,48 @@ int fail(int code, const std::string& what) {
   return code;
 }
 
-// Runs f, mapping exceptions to codes and recording their message.
+// The C API speaks in C names: the message of a failure in C function `api` reads
+// "tally: API: what". A leading C++ operation name ("tally: unlock: ...", as the
+// C++ API reports it) is replaced by the C function's name.
+std::string in_c_terms(const char* api, std::string_view what) {
+  constexpr std::string_view tag = "tally: ";
+  if (what.starts_with(tag)) what.remove_prefix(tag.size());
+  const auto colon = what.find(": ");
+  if (colon != std::string_view::npos && colon > 0 &&
+      what.substr(0, colon).find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string_view::npos)
+    what.remove_prefix(colon + 2);
+  std::string out(tag);
+  out.append(api).append(": ").append(what);
+  return out;
+}
+
+int fail(int code, const char* api, std::string_view what) { return fail(code, in_c_terms(api, what)); }
+
+// Runs f for C function `api`, mapping exceptions to codes and recording their
+// message in C terms.
 template <class F>
-int guarded(F&& f) noexcept {
+int guarded(const char* api, F&& f) noexcept {
   try {
     f();
     return TALLY_SUCCESS;
   } catch (const tally::error& e) {
-    return fail(static_cast<int>(e.code()), e.what());
+    return fail(static_cast<int>(e.code()), api, e.what());
   } catch (const std::bad_alloc&) {
-    return fail(TALLY_ERR_STATE, "tally: out of memory");
+    return fail(TALLY_ERR_STATE, api, "out of memory");
   } catch (const std::exception& e) {
-    return fail(TALLY_ERR_STATE, std::string("tally: ") + e.what());
+    return fail(TALLY_ERR_STATE, api, e.what());
   } catch (...) {
-    return fail(TALLY_ERR_STATE, "tally: unknown failure");
+    return fail(TALLY_ERR_STATE, api, "unknown failure");
   }
 }
 
 // Runs f on a live handle's mutex.
 template <class F>
-int with(tally_mutex m, F&& f) noexcept {
-  if (!m) return fail(TALLY_ERR_ARG, "tally: null mutex handle");
+int with(const char* api, tally_mutex m, F&& f) noexcept {
+  if (!m) return fail(TALLY_ERR_ARG, api, "null mutex handle");
   if (m->magic != tally_mutex_s::live_magic)
-    return fail(TALLY_ERR_STATE, "tally: mutex handle used after tally_mutex_free");
-  return guarded([&] { f(*m->object); });
+    return fail(TALLY_ERR_STATE, api, "mutex handle used after tally_mutex_free");
+  return guarded(api, [&] { f(*m->object); });
 }
 
 // A C enum member read as the int it holds: an out-of-range value is a valid int
@@ -136,11 +154,11 @@ static_assert(static_cast<int>(tally::poll_policy::strategy::spin) == TALLY_POLL
 
 // Runs f on a live request.
 template <class F>
-int with_request(tally_request r, F&& f) noexcept {
-  if (!r) return fail(TALLY_ERR_ARG, "tally: null request handle");
+int with_request(const char* api, tally_request r, F&& f) noexcept {
+  if (!r) return fail(TALLY_ERR_ARG, api, "null request handle");
   if (r->magic != tally_request_s::live_magic)
-    return fail(TALLY_ERR_STATE, "tally: request handle used after tally_request_free");
-  return guarded([&] { f(r->object); });
+    return fail(TALLY_ERR_STATE, api, "request handle used after tally_request_free");
+  return guarded(api, [&] { f(r->object); });
 }
 
 }  // namespace
@@ -160,22 +178,23 @@ void tally_options_init(tally_options* opts) {
   opts->pass_bound = d.pass_bound;
 }
 
-int tally_mutex_create_payload(MPI_Comm comm, const tally_options* opts, size_t bytes,
-                               tally_mutex* out) {
+namespace {
+
+int create(const char* api, MPI_Comm comm, const tally_options* opts, size_t bytes,
+           tally_mutex* out) {
   if (out) *out = nullptr;
   tally::options o = to_options(opts);
   o.payload_bytes = bytes;
   std::unique_ptr<tally::mutex> m;
-  const int rc = guarded([&] {
+  const int rc = guarded(api, [&] {
     if (out)
       m = std::make_unique<tally::mutex>(comm, o);
     else  // fails on every rank, not just here
-      m = std::make_unique<tally::mutex>(
-          comm, o, tally::detail::refusal{tally::errc::arg, "tally: tally_mutex_create: out is NULL"});
+      m = std::make_unique<tally::mutex>(comm, o, tally::detail::refusal{tally::errc::arg, "out is NULL"});
   });
   if (rc != TALLY_SUCCESS) return rc;
   tally_mutex_s* h = nullptr;
-  const int rc2 = guarded([&] { h = mutex_handles.get(); });
+  const int rc2 = guarded(api, [&] { h = mutex_handles.get(); });
   if (rc2 != TALLY_SUCCESS) return rc2;  // m's destructor frees the mutex collectively
   h->object = std::move(m);
   h->magic = tally_mutex_s::live_magic;
@@ -183,40 +202,47 @@ int tally_mutex_create_payload(MPI_Comm comm, const tally_options* opts, size_t 
   return TALLY_SUCCESS;
 }
 
+}  // namespace
+
+int tally_mutex_create_payload(MPI_Comm comm, const tally_options* opts, size_t bytes,
+                               tally_mutex* out) {
+  return create(__func__, comm, opts, bytes, out);
+}
+
 int tally_mutex_create(MPI_Comm comm, const tally_options* opts, tally_mutex* out) {
-  return tally_mutex_create_payload(comm, opts, 0, out);
+  return create(__func__, comm, opts, 0, out);
 }
 
 int tally_mutex_lock(tally_mutex m) {
-  return with(m, [](tally::mutex& x) { x.lock(); });
+  return with(__func__, m, [](tally::mutex& x) { x.lock(); });
 }
 
 int tally_mutex_trylock(tally_mutex m, int* acquired) {
-  if (!acquired) return fail(TALLY_ERR_ARG, "tally: tally_mutex_trylock: acquired is NULL");
+  if (!acquired) return fail(TALLY_ERR_ARG, __func__, "acquired is NULL");
   *acquired = 0;
-  return with(m, [&](tally::mutex& x) { *acquired = x.try_lock() ? 1 : 0; });
+  return with(__func__, m, [&](tally::mutex& x) { *acquired = x.try_lock() ? 1 : 0; });
 }
 
 int tally_mutex_timedlock(tally_mutex m, double timeout_seconds, int* acquired) {
-  if (!acquired) return fail(TALLY_ERR_ARG, "tally: tally_mutex_timedlock: acquired is NULL");
+  if (!acquired) return fail(TALLY_ERR_ARG, __func__, "acquired is NULL");
   *acquired = 0;
   if (!(timeout_seconds >= 0.0))  // also rejects NaN
-    return fail(TALLY_ERR_ARG, "tally: tally_mutex_timedlock: timeout must be >= 0 seconds");
+    return fail(TALLY_ERR_ARG, __func__, "timeout must be >= 0 seconds");
   // Beyond ~30 years a timeout is indistinguishable from none; clamp to avoid overflow.
   const double secs = std::fmin(timeout_seconds, 1e9);
-  return with(m, [&](tally::mutex& x) {
+  return with(__func__, m, [&](tally::mutex& x) {
     *acquired = x.try_lock_for(std::chrono::duration<double>(secs)) ? 1 : 0;
   });
 }
 
 int tally_mutex_unlock(tally_mutex m) {
-  return with(m, [](tally::mutex& x) { x.unlock(); });
+  return with(__func__, m, [](tally::mutex& x) { x.unlock(); });
 }
 
 int tally_mutex_ilock(tally_mutex m, tally_request* req) {
-  if (!req) return fail(TALLY_ERR_ARG, "tally: tally_mutex_ilock: req is NULL");
+  if (!req) return fail(TALLY_ERR_ARG, __func__, "req is NULL");
   *req = nullptr;
-  return with(m, [&](tally::mutex& x) {
+  return with(__func__, m, [&](tally::mutex& x) {
     tally::lock_request r = x.lock_async();
     tally_request_s* h = request_handles.get();
     h->object = std::move(r);
@@ -226,30 +252,30 @@ int tally_mutex_ilock(tally_mutex m, tally_request* req) {
 }
 
 int tally_request_test(tally_request req, int* acquired) {
-  if (!acquired) return fail(TALLY_ERR_ARG, "tally: tally_request_test: acquired is NULL");
+  if (!acquired) return fail(TALLY_ERR_ARG, __func__, "acquired is NULL");
   *acquired = 0;
-  return with_request(req, [&](tally::lock_request& r) { *acquired = r.test() ? 1 : 0; });
+  return with_request(__func__, req, [&](tally::lock_request& r) { *acquired = r.test() ? 1 : 0; });
 }
 
 int tally_request_wait(tally_request req) {
-  return with_request(req, [](tally::lock_request& r) { r.wait(); });
+  return with_request(__func__, req, [](tally::lock_request& r) { r.wait(); });
 }
 
 int tally_request_cancel(tally_request req, int* cancelled) {
-  if (!cancelled) return fail(TALLY_ERR_ARG, "tally: tally_request_cancel: cancelled is NULL");
+  if (!cancelled) return fail(TALLY_ERR_ARG, __func__, "cancelled is NULL");
   *cancelled = 0;
-  return with_request(req, [&](tally::lock_request& r) { *cancelled = r.cancel() ? 1 : 0; });
+  return with_request(__func__, req, [&](tally::lock_request& r) { *cancelled = r.cancel() ? 1 : 0; });
 }
 
 int tally_request_get_mpi(tally_request req, MPI_Request* out) {
-  if (!out) return fail(TALLY_ERR_ARG, "tally: tally_request_get_mpi: out is NULL");
+  if (!out) return fail(TALLY_ERR_ARG, __func__, "out is NULL");
   *out = MPI_REQUEST_NULL;
-  return with_request(req, [&](tally::lock_request& r) { *out = r.mpi_request(); });
+  return with_request(__func__, req, [&](tally::lock_request& r) { *out = r.mpi_request(); });
 }
 
 int tally_request_free(tally_request* req) {
-  if (!req) return fail(TALLY_ERR_ARG, "tally: tally_request_free: NULL pointer to handle");
-  const int rc = with_request(*req, [](tally::lock_request& r) { tally::lock_request gone(std::move(r)); });
+  if (!req) return fail(TALLY_ERR_ARG, __func__, "NULL pointer to handle");
+  const int rc = with_request(__func__, *req, [](tally::lock_request& r) { tally::lock_request gone(std::move(r)); });
   if (rc == TALLY_SUCCESS) {
     request_handles.retire(*req);
     *req = nullptr;
@@ -258,14 +284,14 @@ int tally_request_free(tally_request* req) {
 }
 
 int tally_mutex_poll(tally_mutex m) {
-  return with(m, [](tally::mutex& x) { x.poll(); });
+  return with(__func__, m, [](tally::mutex& x) { x.poll(); });
 }
 
 int tally_mutex_payload(tally_mutex m, void** ptr, size_t* bytes) {
-  if (!ptr || !bytes) return fail(TALLY_ERR_ARG, "tally: tally_mutex_payload: NULL output pointer");
+  if (!ptr || !bytes) return fail(TALLY_ERR_ARG, __func__, "NULL output pointer");
   *ptr = nullptr;
   *bytes = 0;
-  return with(m, [&](tally::mutex& x) {
+  return with(__func__, m, [&](tally::mutex& x) {
     const std::span<std::byte> p = x.payload().bytes();
     *ptr = p.data();
     *bytes = p.size();
@@ -273,29 +299,29 @@ int tally_mutex_payload(tally_mutex m, void** ptr, size_t* bytes) {
 }
 
 int tally_mutex_get_stats(tally_mutex m, tally_stats* out) {
-  if (!out) return fail(TALLY_ERR_ARG, "tally: tally_mutex_get_stats: out is NULL");
-  return with(m, [&](tally::mutex& x) { *out = x.stats(); });
+  if (!out) return fail(TALLY_ERR_ARG, __func__, "out is NULL");
+  return with(__func__, m, [&](tally::mutex& x) { *out = x.stats(); });
 }
 
 int tally_mutex_rank(tally_mutex m, int* rank) {
-  if (!rank) return fail(TALLY_ERR_ARG, "tally: tally_mutex_rank: rank is NULL");
-  return with(m, [&](tally::mutex& x) { *rank = x.rank(); });
+  if (!rank) return fail(TALLY_ERR_ARG, __func__, "rank is NULL");
+  return with(__func__, m, [&](tally::mutex& x) { *rank = x.rank(); });
 }
 
 int tally_mutex_size(tally_mutex m, int* size) {
-  if (!size) return fail(TALLY_ERR_ARG, "tally: tally_mutex_size: size is NULL");
-  return with(m, [&](tally::mutex& x) { *size = x.size(); });
+  if (!size) return fail(TALLY_ERR_ARG, __func__, "size is NULL");
+  return with(__func__, m, [&](tally::mutex& x) { *size = x.size(); });
 }
 
 int tally_mutex_topology(tally_mutex m, tally_topology* topology) {
-  if (!topology) return fail(TALLY_ERR_ARG, "tally: tally_mutex_topology: topology is NULL");
-  return with(m, [&](tally::mutex& x) { *topology = static_cast<tally_topology>(x.topology()); });
+  if (!topology) return fail(TALLY_ERR_ARG, __func__, "topology is NULL");
+  return with(__func__, m, [&](tally::mutex& x) { *topology = static_cast<tally_topology>(x.topology()); });
 }
 
 int tally_mutex_free(tally_mutex* pm) {
-  if (!pm) return fail(TALLY_ERR_ARG, "tally: tally_mutex_free: NULL pointer to handle");
+  if (!pm) return fail(TALLY_ERR_ARG, __func__, "NULL pointer to handle");
   tally_mutex m = *pm;
-  const int rc = with(m, [](tally::mutex& x) { x.free(); });
+  const int rc = with(__func__, m, [](tally::mutex& x) { x.free(); });
   if (m && m->magic == tally_mutex_s::live_magic) {
     // The mutex is dead after free(), whether it succeeded or not.
     mutex_handles.retire(m);

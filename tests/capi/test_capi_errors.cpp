@@ -84,6 +84,36 @@ TEST(CErrors, MisuseCodes) {
   ASSERT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
 }
 
+TEST(CErrors, MessagesNameTheCFunction) {
+  // What C++ reports as "tally: unlock: ..." a C caller reads in C names.
+  tally_mutex m = nullptr;
+  ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, &m), TALLY_SUCCESS);
+  auto says = [](const char* prefix) {
+    return std::string(tally_last_error()).starts_with(prefix);
+  };
+  EXPECT_EQ(tally_mutex_unlock(m), TALLY_ERR_NOT_OWNER);
+  EXPECT_TRUE(says("tally: tally_mutex_unlock: calling thread does not hold")) << tally_last_error();
+  ASSERT_EQ(tally_mutex_lock(m), TALLY_SUCCESS);
+  EXPECT_EQ(tally_mutex_lock(m), TALLY_ERR_DEADLOCK);
+  EXPECT_TRUE(says("tally: tally_mutex_lock: calling thread already holds")) << tally_last_error();
+  int acquired = -1;
+  EXPECT_EQ(tally_mutex_trylock(m, &acquired), TALLY_ERR_DEADLOCK);
+  EXPECT_TRUE(says("tally: tally_mutex_trylock: ")) << tally_last_error();
+  EXPECT_EQ(tally_mutex_timedlock(m, -1.0, &acquired), TALLY_ERR_ARG);
+  EXPECT_TRUE(says("tally: tally_mutex_timedlock: timeout must be")) << tally_last_error();
+  EXPECT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS);
+  EXPECT_EQ(tally_mutex_lock(nullptr), TALLY_ERR_ARG);
+  EXPECT_TRUE(says("tally: tally_mutex_lock: null mutex handle")) << tally_last_error();
+  tally_mutex none = nullptr;
+  EXPECT_EQ(tally_mutex_create(MPI_COMM_NULL, nullptr, &none), TALLY_ERR_ARG);
+  EXPECT_TRUE(says("tally: tally_mutex_create: communicator is MPI_COMM_NULL")) << tally_last_error();
+  ASSERT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
+  EXPECT_EQ(tally_mutex_free(&m), TALLY_ERR_ARG);
+  EXPECT_TRUE(says("tally: tally_mutex_free: null mutex handle")) << tally_last_error();
+  // No C++ names anywhere in what a C caller reads.
+  EXPECT_EQ(std::strstr(tally_last_error(), "::"), nullptr) << tally_last_error();
+}
+
 TEST(CErrors, EveryCodeComesWithAMessageInTheCallingThread) {
   // The message is per thread: a thread that never called tally before gets the
   // message of its own failure, not an empty string or another thread's.

@@ -21,9 +21,20 @@
 
 namespace tally {
 
+// guarded<T> for a trivially copyable T is below; <tally/boost.hpp> adds any T that
+// Boost.Serialization can serialize (std::vector, std::map, ...), packed with
+// Boost.MPI into a payload of fixed capacity.
+template <class T>
+class guarded {
+  static_assert(std::is_trivially_copyable_v<T>,
+                "tally::guarded<T> needs a trivially copyable T; for a type that "
+                "Boost.Serialization can serialize, include <tally/boost.hpp> and link "
+                "tally::boost");
+};
+
 template <class T>
   requires std::is_trivially_copyable_v<T>
-class guarded {
+class guarded<T> {
  public:
   // Access to the value while this thread holds the critical section. Moving a
   // guard transfers the critical section; destroying it writes the value back and

@@ -74,6 +74,15 @@ class Trace(unittest.TestCase):
     def test_by_environment(self):
         self.check(DIR, "by-env")
 
+    def test_picture(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            png = os.path.join(tmp, "timeline.png")
+            r = run(DIR, "-o", os.path.join(tmp, "t.json"), "--png", png)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(png, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            self.assertGreater(os.path.getsize(png), 5000)
+
     def test_by_option(self):
         self.check(os.path.join(DIR, "by-option"), "by-option")
 

@@ -109,6 +109,9 @@ void add_context(const own_flags& f, int provided) {
   benchmark::AddCustomContext("mpi_btl", env_or("OMPI_MCA_btl", "default"));
   benchmark::AddCustomContext("mpi_pml", env_or("OMPI_MCA_pml", "default"));
   benchmark::AddCustomContext("mpi_osc", env_or("OMPI_MCA_osc", "default"));
+  // The transport's name in scripts/lib/transport.sh, as bench/run-local sets it
+  // (the report's label; needed with MPICH, whose settings name no BTL).
+  benchmark::AddCustomContext("transport", env_or("TALLY_TRANSPORT", "default"));
   benchmark::AddCustomContext("ucx_tls", env_or("UCX_TLS", "default"));
   benchmark::AddCustomContext("token_bytes", std::to_string(bench::token_bytes(w.size)));
   char clock[32];

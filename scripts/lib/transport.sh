@@ -21,14 +21,24 @@
 #   ucx   InfiniBand or any UCX fabric: pml ucx, osc sm,ucx (sm as for shm+tcp)
 #   auto  the MPI library's own choice (and OMPI_MCA_* already in the environment)
 #
-# tally_transport NAME [IF]   sets TALLY_MCA=(name=value ...) and exports UCX_TLS /
-#                             UCX_NET_DEVICES where the transport needs them (a value
-#                             already in the environment wins); returns 2 with a
-#                             message for an unknown name
-# tally_mca_args              prints TALLY_MCA as mpirun arguments, one per line
-#                             (--mca NAME VALUE; -x VAR=VALUE for the UCX variables set)
-# tally_mca_export            exports TALLY_MCA as OMPI_MCA_* (for srun, or any
-#                             launcher that passes the environment on)
+# With MPICH (TALLY_MPI_FLAVOR=mpich, or an $MPIEXEC whose --version says MPICH/
+# HYDRA) the same names mean: shm, MPICH's default inside a node (ch4 shared
+# memory); tcp, MPIR_CVAR_NOLOCAL=1 (no shared-memory path) and UCX on TCP; shm+tcp,
+# UCX on TCP between nodes; ucx and auto, MPICH's own choice. MPICH takes no --mca:
+# its settings are environment variables, which TALLY_ENV lists.
+#
+# tally_mpi_flavor [MPIEXEC]  prints openmpi, mpich or other (from MPIEXEC --version;
+#                             $TALLY_MPI_FLAVOR wins)
+# tally_transport NAME [IF]   sets TALLY_MCA=(name=value ...) for Open MPI or
+#                             TALLY_ENV=(VAR=value ...) for MPICH, and exports UCX_TLS
+#                             / UCX_NET_DEVICES where the transport needs them (a
+#                             value already in the environment wins); returns 2 with
+#                             a message for an unknown name
+# tally_mca_args              prints the launcher arguments, one per line: Open MPI
+#                             --mca NAME VALUE and -x VAR=VALUE for the UCX variables;
+#                             MPICH's hydra -genv VAR VALUE
+# tally_mca_export            exports TALLY_MCA as OMPI_MCA_* and TALLY_ENV as itself
+#                             (for srun, or any launcher that passes the environment on)
 # tally_mpi_local_env         exports what Open MPI needs on this machine: running
 #                             as root, more ranks than cores
 # tally_log_errors FILE       prints the lines of a run's log that report a transport
@@ -37,9 +47,39 @@
 
 tally_transports='shm tcp shm+tcp ucx auto'
 
+tally_mpi_flavor() {
+  if [[ -n "${TALLY_MPI_FLAVOR:-}" ]]; then
+    printf '%s\n' "$TALLY_MPI_FLAVOR"
+    return
+  fi
+  local version
+  version=$("${1:-${MPIEXEC:-mpiexec}}" --version 2>&1 || true)
+  case "$version" in
+    *"Open MPI"* | *OpenRTE*) echo openmpi ;;
+    *HYDRA* | *MPICH*) echo mpich ;;
+    *) echo other ;;
+  esac
+}
+
 tally_transport() {
   local name=${1:-} tcp_if=${2:-}
   TALLY_MCA=()
+  TALLY_ENV=()
+  if [[ "$(tally_mpi_flavor)" == mpich ]]; then
+    case "$name" in
+      shm | ucx | auto) ;;
+      tcp) TALLY_ENV=(MPIR_CVAR_NOLOCAL=1 "UCX_TLS=${UCX_TLS:-tcp,self}") ;;
+      shm+tcp) TALLY_ENV=("UCX_TLS=${UCX_TLS:-tcp,self,sm}") ;;
+      *)
+        printf "transport '%s' is not one of: %s\n" "$name" "$tally_transports" >&2
+        return 2
+        ;;
+    esac
+    if [[ -n "$tcp_if" && "$tcp_if" != */* && "$name" == *tcp ]]; then
+      TALLY_ENV+=("UCX_NET_DEVICES=${UCX_NET_DEVICES:-$tcp_if}")
+    fi
+    return 0
+  fi
   case "$name" in
     shm) TALLY_MCA=(pml=ob1 'btl=self,vader' 'osc=sm,pt2pt') ;;
     tcp)
@@ -67,6 +107,12 @@ tally_transport() {
 
 tally_mca_args() {
   local kv v
+  if [[ "$(tally_mpi_flavor)" == mpich ]]; then
+    for kv in "${TALLY_ENV[@]}"; do
+      printf '%s\n' -genv "${kv%%=*}" "${kv#*=}"
+    done
+    return 0
+  fi
   for kv in "${TALLY_MCA[@]}"; do
     printf '%s\n' --mca "${kv%%=*}" "${kv#*=}"
   done
@@ -79,6 +125,9 @@ tally_mca_export() {
   local kv
   for kv in "${TALLY_MCA[@]}"; do
     export "OMPI_MCA_${kv%%=*}=${kv#*=}"
+  done
+  for kv in "${TALLY_ENV[@]}"; do
+    export "${kv?}"
   done
 }
 

@@ -65,7 +65,7 @@ tally_transport() {
   local name=${1:-} tcp_if=${2:-}
   TALLY_MCA=()
   TALLY_ENV=()
-  if [[ "$(tally_mpi_flavor)" == mpich ]]; then
+  if [[ "$(tally_mpi_flavor "${MPIEXEC:-mpiexec}")" == mpich ]]; then
     case "$name" in
       shm | ucx | auto) ;;
       tcp) TALLY_ENV=(MPIR_CVAR_NOLOCAL=1 "UCX_TLS=${UCX_TLS:-tcp,self}") ;;
@@ -107,7 +107,7 @@ tally_transport() {
 
 tally_mca_args() {
   local kv v
-  if [[ "$(tally_mpi_flavor)" == mpich ]]; then
+  if [[ "$(tally_mpi_flavor "${MPIEXEC:-mpiexec}")" == mpich ]]; then
     for kv in "${TALLY_ENV[@]}"; do
       printf '%s\n' -genv "${kv%%=*}" "${kv#*=}"
     done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run-local with runs that fail in each way it must catch: an unknown
-# transport, a log that reports a transport error though the run exits 0, and a run
-# that hangs past TALLY_BENCH_TIMEOUT. Each time it must exit 1, name the failed
+# transport, a log that reports a transport error though the run exits 0, a run
+# that hangs past TALLY_BENCH_TIMEOUT, and one stopped after some benchmarks (their
+# results are kept). Each time it must exit 1, name the failed
 # configuration (stderr and OUTDIR/PARTIAL), and still run and report the others.
 # usage: run_local_partial.sh RUN_LOCAL TALLY_BENCH OUTDIR
 set -euo pipefail
@@ -19,6 +20,10 @@ if [[ " \$* " == *" self,tcp "* ]]; then
   case "\$WRAP_MODE" in
     ucx) echo "[1.0] [vm:1:0] flush.c:26 UCX  ERROR req 0x1: error during flush: Endpoint timeout" >&2 ;;
     hang) exec sleep 600 ;;
+    cut)  # runs, then cuts the JSON after its last benchmark and hangs: killed mid-way
+      "$real_mpiexec" "\$@" || exit
+      for a in "\$@"; do [[ "\$a" != --benchmark_out=* ]] || json=\${a#--benchmark_out=}; done
+      sed -i '\$d' "\$json" && sed -i '\$d' "\$json" && exec sleep 600 ;;
   esac
 fi
 exec "$real_mpiexec" "\$@"
@@ -47,6 +52,10 @@ check ucx "shm:2 tcp:2" "tcp, 2 ranks: the log reports an MPI or transport error
   MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=ucx
 check hang "shm:2 tcp:2" "tcp, 2 ranks: stopped after 5 s (TALLY_BENCH_TIMEOUT)" \
   MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=hang TALLY_BENCH_TIMEOUT=5
+# Stopped after some benchmarks finished: those are kept and reported.
+check cut "shm:2 tcp:2" "finished benchmark(s) are reported" \
+  MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=cut TALLY_BENCH_TIMEOUT=20
+grep -q "| tcp | 2 | handoff" "$out/cut/table.md" || fail "cut: the finished benchmarks of the stopped run were not reported"
 
 # A benchmark that does not apply to a run is skipped, not failed: tally_node over
 # TCP, whose osc component makes no shared windows. Exit 0, no PARTIAL.
@@ -58,4 +67,4 @@ cat "$dir.err" >&2
 [ ! -e "$dir/PARTIAL" ] || fail "not-applicable: PARTIAL written"
 grep -q "Handoff | tally_node | skipped: not applicable: tally_node needs MPI_Win_allocate_shared" \
   "$dir/full.md" || fail "not-applicable: full.md does not say why tally_node was skipped"
-echo "run_local_partial: ok (unknown transport, transport error in the log, timeout; not applicable is no failure)"
+echo "run_local_partial: ok (unknown transport, transport error in the log, timeout, stopped after some benchmarks; not applicable is no failure)"

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace bench {
 namespace {
@@ -31,8 +34,6 @@ void init_world() {
   MPI_Comm_size(g_world.comm, &g_world.size);
   MPI_Comm node;
   MPI_Comm_split_type(g_world.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int node_rank = 0;
-  MPI_Comm_rank(node, &node_rank);
   // Probe a shared window with errors returned, then agree: a transport without
   // shared windows (osc/ucx or osc/pt2pt alone) fails on some or all ranks.
   MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
@@ -45,8 +46,16 @@ void init_world() {
   MPI_Allreduce(&works, &all, 1, MPI_INT, MPI_LAND, g_world.comm);
   g_world.shared_windows = all != 0;
   MPI_Comm_free(&node);
-  const int leader = node_rank == 0 ? 1 : 0;
-  MPI_Allreduce(&leader, &g_world.nodes, 1, MPI_INT, MPI_SUM, g_world.comm);
+  std::vector<char> names(static_cast<std::size_t>(g_world.size) * MPI_MAX_PROCESSOR_NAME, '\0');
+  int len = 0;
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  MPI_Get_processor_name(mine, &len);
+  MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                g_world.comm);
+  std::set<std::string> hosts;
+  for (int r = 0; r < g_world.size; ++r)
+    hosts.emplace(names.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+  g_world.nodes = static_cast<int>(hosts.size());
   traffic::exclude(g_world.comm);
 }
 

@@ -28,7 +28,10 @@ struct world_info {
   MPI_Comm comm = MPI_COMM_NULL;  // the harness's duplicate of MPI_COMM_WORLD
   int rank = 0;
   int size = 1;
-  int nodes = 1;                  // distinct shared-memory nodes
+  // Distinct hosts (MPI_Get_processor_name): each has its own steady clock. Not the
+  // shared-memory split, which can be finer (MPICH with MPIR_CVAR_NOLOCAL=1 puts
+  // every rank alone) while one clock still times all ranks.
+  int nodes = 1;
   // MPI_Win_allocate_shared works on every rank's node communicator (the transport's
   // osc component can make shared windows; tally_node needs them).
   bool shared_windows = false;

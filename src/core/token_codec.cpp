@@ -1,6 +1,7 @@
 #include "core/token_codec.hpp"
 
 #include <cstring>
+#include <type_traits>
 
 #include "core/token_layout.hpp"
 
@@ -9,19 +10,31 @@ namespace tally::protocol {
 namespace {
 using layout = token_layout;
 
+// Fixed-width integers go on the wire little-endian whatever the host (compilers
+// turn these loops into one load or store on little-endian machines).
+template <class T>
+void put_le(std::byte* at, T v) noexcept {
+  const auto u = static_cast<std::make_unsigned_t<T>>(v);
+  for (std::size_t b = 0; b < sizeof u; ++b) at[b] = static_cast<std::byte>((u >> (8 * b)) & 0xffu);
+}
+template <class T>
+T get_le(const std::byte* at) noexcept {
+  std::make_unsigned_t<T> u = 0;
+  for (std::size_t b = 0; b < sizeof u; ++b)
+    u |= static_cast<std::make_unsigned_t<T>>(std::to_integer<unsigned>(at[b])) << (8 * b);
+  return static_cast<T>(u);
+}
+
 template <class QueueAt>
 void encode_parts(std::span<const seq_t> ln, std::size_t len, QueueAt queue_at,
                   std::span<const std::byte> payload, std::byte* buf) noexcept {
   const std::size_t n = ln.size();
   for (std::size_t j = 0; j < n; ++j) {
-    const std::uint64_t v = ln[j].value();
-    std::memcpy(buf + layout::ln_offset(n) + layout::ln_entry * j, &v, sizeof v);
+    put_le<std::uint64_t>(buf + layout::ln_offset(n) + layout::ln_entry * j, ln[j].value());
   }
-  const auto length = static_cast<std::int32_t>(len);
-  std::memcpy(buf + layout::length_offset(n), &length, sizeof length);
+  put_le(buf + layout::length_offset(n), static_cast<std::int32_t>(len));
   for (std::size_t k = 0; k < len; ++k) {
-    const std::int32_t r = queue_at(k);
-    std::memcpy(buf + layout::queue_offset(n) + layout::queue_entry * k, &r, sizeof r);
+    put_le<std::int32_t>(buf + layout::queue_offset(n) + layout::queue_entry * k, queue_at(k));
   }
   if (!payload.empty()) std::memcpy(buf + layout::payload_offset(n), payload.data(), payload.size());
 }
@@ -46,18 +59,13 @@ bool decode_token(std::span<const std::byte> buf, std::size_t n, token& t, std::
   const std::byte* p = buf.data();
   t.ln.resize(n);
   for (std::size_t j = 0; j < n; ++j) {
-    std::uint64_t v;
-    std::memcpy(&v, p + layout::ln_offset(n) + layout::ln_entry * j, sizeof v);
-    t.ln[j] = seq_t(v);
+    t.ln[j] = seq_t(get_le<std::uint64_t>(p + layout::ln_offset(n) + layout::ln_entry * j));
   }
-  std::int32_t len;
-  std::memcpy(&len, p + layout::length_offset(n), sizeof len);
+  const auto len = get_le<std::int32_t>(p + layout::length_offset(n));
   if (len < 0 || static_cast<std::size_t>(len) >= n) return malformed();
   t.queue.resize(static_cast<std::size_t>(len));
   for (std::size_t k = 0; k < t.queue.size(); ++k) {
-    std::int32_t r;
-    std::memcpy(&r, p + layout::queue_offset(n) + layout::queue_entry * k, sizeof r);
-    t.queue[k] = rank_t(r);
+    t.queue[k] = rank_t(get_le<std::int32_t>(p + layout::queue_offset(n) + layout::queue_entry * k));
   }
   if (!payload.empty()) std::memcpy(payload.data(), p + layout::payload_offset(n), payload.size());
   return true;

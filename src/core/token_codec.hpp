@@ -1,7 +1,7 @@
 // core/token_codec.hpp — the token to and from the bytes core/token_layout.hpp lays
 // out: the one encoder and decoder, used by the MPI runtime (runtime/wire.cpp) and
-// fuzzed on its own (tests/fuzz). Byte order is the host's: across heterogeneous
-// ranks MPI converts the fields through the runtime's committed datatype.
+// fuzzed on its own (tests/fuzz). The integers are little-endian whatever the host,
+// so the bytes mean the same on every rank and MPI moves them as plain bytes.
 #pragma once
 
 #include <cstddef>

@@ -2,7 +2,7 @@
 //
 // The one definition of the message layout: the MPI runtime builds its committed
 // datatype from it (runtime/wire.cpp) and the simulator charges message sizes by it
-// (sim/network_model.hpp). For n ranks and p payload bytes:
+// (sim/network_model.hpp). For n ranks and p payload bytes, integers little-endian:
 //   offset 0       LN[0..n)        n x 64-bit unsigned
 //   offset 8n      queue length    1 x 32-bit signed
 //   offset 8n+4    Q[0..n)         n x 32-bit signed (the first `length` are used)

@@ -11,19 +11,8 @@ using layout = protocol::token_layout;
 
 wire_format::wire_format(int n, std::size_t payload_bytes)
     : n_(static_cast<std::size_t>(n)), payload_bytes_(payload_bytes) {
-  // The length field and Q are contiguous: one block of n + 1 MPI_INT32_T.
-  int lengths[3] = {n, n + 1, static_cast<int>(payload_bytes)};
-  MPI_Aint displs[3] = {static_cast<MPI_Aint>(layout::ln_offset(n_)),
-                        static_cast<MPI_Aint>(layout::length_offset(n_)),
-                        static_cast<MPI_Aint>(layout::payload_offset(n_))};
-  MPI_Datatype types[3] = {MPI_UINT64_T, MPI_INT32_T, MPI_BYTE};
-  const int blocks = payload_bytes > 0 ? 3 : 2;
-  type_handle raw;
-  check_mpi(MPI_Type_create_struct(blocks, lengths, displs, types, raw.out()),
-            "MPI_Type_create_struct(token)");
-  // Pin the extent to the buffer size, so the layout needs no padding assumptions.
-  check_mpi(MPI_Type_create_resized(raw.get(), 0, static_cast<MPI_Aint>(bytes()), type_.out()),
-            "MPI_Type_create_resized(token)");
+  check_mpi(MPI_Type_contiguous(static_cast<int>(bytes()), MPI_BYTE, type_.out()),
+            "MPI_Type_contiguous(token)");
   check_mpi(MPI_Type_commit(type_.out()), "MPI_Type_commit(token)");
 }
 

@@ -1,6 +1,7 @@
 // The token's byte codec (core/token_codec.hpp): a round trip at several sizes, the
-// layout's offsets, and the inputs it must refuse (wrong buffer size, a queue length
-// outside [0, n)) by yielding a token that well_formed rejects.
+// layout's offsets, the exact little-endian bytes, and the inputs it must refuse
+// (wrong buffer size, a queue length outside [0, n)) by yielding a token that
+// well_formed rejects.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -54,6 +55,30 @@ TEST(TokenCodec, FieldsSitAtTheLayoutsOffsets) {
   EXPECT_EQ(ln1, 1007u);
   EXPECT_EQ(len, 2);
   EXPECT_EQ(q0, 2);
+}
+
+// The wire is little-endian on every host: the exact bytes of one token.
+TEST(TokenCodec, IntegersAreLittleEndianBytes) {
+  token t;
+  t.ln = {seq_t(0x0102030405060708u), seq_t(0xf0e0d0c0b0a09080u)};
+  t.queue = {rank_t(-2)};
+  const std::byte payload[] = {std::byte{0xaa}};
+  std::vector<std::byte> buf(token_layout::bytes(2, 1));
+  encode_token(t, payload, buf);
+  const std::vector<int> want = {0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,   // LN[0]
+                                 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,   // LN[1]
+                                 0x01, 0x00, 0x00, 0x00,                           // length 1
+                                 0xfe, 0xff, 0xff, 0xff,                           // Q[0] = -2
+                                 0x00, 0x00, 0x00, 0x00,                           // Q[1], unused
+                                 0xaa};                                            // payload
+  ASSERT_EQ(buf.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(std::to_integer<int>(buf[i]), want[i]) << "byte " << i;
+  token back;
+  std::byte out[1];
+  ASSERT_TRUE(decode_token(buf, 2, back, out));
+  EXPECT_EQ(back.ln, t.ln);
+  EXPECT_EQ(back.queue, t.queue);
+  EXPECT_EQ(out[0], std::byte{0xaa});
 }
 
 TEST(TokenCodec, RefusesWrongSizesAndQueueLengths) {

@@ -134,7 +134,7 @@ TEST(Teardown, CreateAndFreeAThousandTimesWithTraffic) {
     EXPECT_GE(wins_made, cycles);  // the node level was really built
   }
   EXPECT_EQ(types_made - types_before, cycles);  // one committed token type per mutex
-  EXPECT_EQ(types_freed - freed_before, 2 * cycles);  // each mutex also frees its unresized type
+  EXPECT_EQ(types_freed - freed_before, cycles);  // and frees it
 }
 
 }  // namespace

@@ -76,13 +76,14 @@ class offset_window {
  public:
   explicit offset_window(MPI_Comm comm) : comm_(comm) {
     const MPI_Aint bytes = comm_.rank() == home ? sizeof(std::uint64_t) : 0;
-    check(MPI_Win_allocate(bytes, sizeof(std::uint64_t), MPI_INFO_NULL, comm_.get(), &base_, &win_),
-          "MPI_Win_allocate(offset)");
+    check(rma_window_allocate(bytes, sizeof(std::uint64_t), comm_.get(), &w_), "MPI_Win_allocate(offset)");
+    win_ = w_.win;
+    base_ = static_cast<std::uint64_t*>(w_.base);
     check(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
     if (comm_.rank() == home) *base_ = 0;
     check(MPI_Barrier(comm_.get()), "MPI_Barrier(offset)");
   }
-  ~offset_window() { check_or_abort(MPI_Win_free(&win_), "MPI_Win_free(offset)"); }
+  ~offset_window() { check_or_abort(rma_window_free(&w_), "MPI_Win_free(offset)"); }
   offset_window(const offset_window&) = delete;
   offset_window& operator=(const offset_window&) = delete;
 
@@ -92,6 +93,7 @@ class offset_window {
 
  private:
   comm_dup comm_;
+  rma_window w_{};
   MPI_Win win_ = MPI_WIN_NULL;
   std::uint64_t* base_ = nullptr;
 };

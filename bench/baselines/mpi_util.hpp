@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+#include "rma_window.h"  // tests/support: windows whose RMA reaches its target
+
 namespace bench {
 
 // What the baselines throw when an MPI call fails: names the call and carries

@@ -3,8 +3,9 @@
 namespace bench {
 
 rma_mcs::rma_mcs(MPI_Comm comm) : comm_(comm) {
-  check(MPI_Win_allocate(3 * sizeof(int), sizeof(int), MPI_INFO_NULL, comm_.get(), &base_, &win_),
-        "MPI_Win_allocate(rma_mcs)");
+  check(rma_window_allocate(3 * sizeof(int), sizeof(int), comm_.get(), &w_), "MPI_Win_allocate(rma_mcs)");
+  win_ = w_.win;
+  base_ = static_cast<int*>(w_.base);
   check(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
   int* model = nullptr;
   int flag = 0;
@@ -18,14 +19,14 @@ rma_mcs::rma_mcs(MPI_Comm comm) : comm_(comm) {
   check(MPI_Barrier(comm_.get()), "MPI_Barrier(rma_mcs)");
   if (!unified) {
     MPI_Win_unlock_all(win_);
-    MPI_Win_free(&win_);
+    rma_window_free(&w_);
     throw mpi_failure("rma_mcs needs an MPI_WIN_UNIFIED window (local spinning on window memory)");
   }
 }
 
 rma_mcs::~rma_mcs() {
   check_or_abort(MPI_Win_unlock_all(win_), "MPI_Win_unlock_all(rma_mcs)");
-  check_or_abort(MPI_Win_free(&win_), "MPI_Win_free(rma_mcs)");
+  check_or_abort(rma_window_free(&w_), "MPI_Win_free(rma_mcs)");
 }
 
 int rma_mcs::load(slot s) const noexcept { return __atomic_load_n(&base_[s], __ATOMIC_ACQUIRE); }

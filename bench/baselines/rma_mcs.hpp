@@ -51,6 +51,7 @@ class rma_mcs {
   int wait_while(slot s, int v);
 
   comm_dup comm_;
+  rma_window w_{};
   MPI_Win win_ = MPI_WIN_NULL;
   int* base_ = nullptr;
 };

@@ -40,6 +40,7 @@ class win_lock {
  private:
   static constexpr int home = 0;
   comm_dup comm_;
+  rma_window w_{};
   MPI_Win win_ = MPI_WIN_NULL;
   std::int64_t* base_ = nullptr;
   std::int64_t probe_ = 0;

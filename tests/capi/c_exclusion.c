@@ -2,12 +2,15 @@
  * each rank does a non-atomic read-modify-write of a counter in an MPI window
  * (MPI_Get, then MPI_Put) and marks an occupancy word with compare-and-swap.
  * Exits 0 and prints "c_exclusion: ok" on rank 0 iff the count is exact and no
- * rank ever found the critical section occupied. */
+ * rank ever found the critical section occupied. The window comes from
+ * rma_window.h (tests/support): MPI_Win_allocate where its RMA reaches the target. */
 #include <mpi.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <tally/tally.h>
+
+#include "rma_window.h"
 
 #define ITERATIONS 200
 
@@ -32,9 +35,11 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-  int64_t *base = NULL;
-  MPI_Win win;
-  MPI_Win_allocate(2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+  rma_window w;
+  if (rma_window_allocate(2 * sizeof(int64_t), sizeof(int64_t), MPI_COMM_WORLD, &w) != MPI_SUCCESS)
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  MPI_Win win = w.win;
+  int64_t *base = (int64_t *)w.base;
   base[0] = 0;
   base[1] = -1;
   MPI_Win_lock_all(0, win);
@@ -84,7 +89,7 @@ int main(int argc, char **argv) {
            (long long)base[0], (long long)expected, all_overlaps, size);
   }
   if (st.acquisitions != ITERATIONS) ok = 0;
-  MPI_Win_free(&win);
+  rma_window_free(&w);
   MPI_Finalize();
   return ok ? 0 : 1;
 }

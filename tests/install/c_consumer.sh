@@ -8,8 +8,10 @@
 # RUNPATH: the pkg-config builds find libtally through LD_LIBRARY_PATH.
 set -euo pipefail
 prefix=$1 libdir=$2 source=$3 out=$4 ranks=$5 mpicc=$6 mpiexec=$7
+# The test's own RMA window helper (tests/support/rma_window.h), not part of tally.
+support=$(cd "$(dirname "$source")/../support" && pwd)
 mkdir -p "$out"
-"$mpicc" -std=c11 -Wall -Wextra -pedantic -Werror "$source" -o "$out/c_exclusion" \
+"$mpicc" -std=c11 -Wall -Wextra -pedantic -Werror -I"$support" "$source" -o "$out/c_exclusion" \
   -I"$prefix/include" -L"$prefix/$libdir" -Wl,-rpath,"$prefix/$libdir" -ltally
 "$mpiexec" -n "$ranks" "$out/c_exclusion"
 
@@ -20,9 +22,9 @@ if readelf -d "$prefix/$libdir/libtally.so" 2>/dev/null | grep -Eq 'R(UN)?PATH';
   exit 1
 fi
 # shellcheck disable=SC2086  # pkg-config output is a list of flags
-"$mpicc" -std=c11 -Wall -Wextra -pedantic -Werror "$source" -o "$out/c_exclusion_pc" $pc_flags
+"$mpicc" -std=c11 -Wall -Wextra -pedantic -Werror -I"$support" "$source" -o "$out/c_exclusion_pc" $pc_flags
 # shellcheck disable=SC2086
-cc -std=c11 -Wall -Wextra -pedantic -Werror "$source" -o "$out/c_exclusion_cc" $pc_flags
+cc -std=c11 -Wall -Wextra -pedantic -Werror -I"$support" "$source" -o "$out/c_exclusion_cc" $pc_flags
 for exe in c_exclusion_pc c_exclusion_cc; do
   LD_LIBRARY_PATH="$prefix/$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$mpiexec" -n "$ranks" "$out/$exe"

@@ -66,8 +66,10 @@ std::uint64_t global_sum(std::uint64_t v) {
 class entry_log {
  public:
   explicit entry_log(int capacity) {
-    MPI_Win_allocate(static_cast<MPI_Aint>((capacity + 1) * sizeof(std::int64_t)), sizeof(std::int64_t),
-                     MPI_INFO_NULL, MPI_COMM_WORLD, &base_, &win_);
+    rma_window_allocate(static_cast<MPI_Aint>((capacity + 1) * sizeof(std::int64_t)), sizeof(std::int64_t),
+                        MPI_COMM_WORLD, &w_);
+    win_ = w_.win;
+    base_ = static_cast<std::int64_t*>(w_.base);
     std::fill_n(base_, capacity + 1, std::int64_t{-1});
     base_[0] = 0;
     MPI_Win_lock_all(0, win_);
@@ -75,7 +77,7 @@ class entry_log {
   }
   ~entry_log() {
     MPI_Win_unlock_all(win_);
-    MPI_Win_free(&win_);
+    rma_window_free(&w_);
   }
   void append(std::int64_t who) {
     const std::int64_t one = 1;
@@ -92,6 +94,7 @@ class entry_log {
   }
 
  private:
+  rma_window w_{};
   std::int64_t* base_ = nullptr;
   MPI_Win win_ = MPI_WIN_NULL;
 };

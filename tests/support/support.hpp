@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "rma_window.h"
 #include "tally/error.hpp"
 #include "tally/mutex.hpp"
 
@@ -126,7 +127,9 @@ class shared_counter {
  public:
   shared_counter(MPI_Comm comm, int home, std::chrono::nanoseconds hold = {})
       : home_(home), hold_(hold) {
-    MPI_Win_allocate(2 * sizeof(std::int64_t), sizeof(std::int64_t), MPI_INFO_NULL, comm, &base_, &win_);
+    rma_window_allocate(2 * sizeof(std::int64_t), sizeof(std::int64_t), comm, &w_);
+    win_ = w_.win;
+    base_ = static_cast<std::int64_t*>(w_.base);
     base_[0] = 0;
     base_[1] = -1;
     MPI_Win_lock_all(0, win_);
@@ -134,7 +137,7 @@ class shared_counter {
   }
   ~shared_counter() {
     MPI_Win_unlock_all(win_);
-    MPI_Win_free(&win_);
+    rma_window_free(&w_);
   }
   shared_counter(const shared_counter&) = delete;
   shared_counter& operator=(const shared_counter&) = delete;
@@ -175,6 +178,7 @@ class shared_counter {
 
   int home_;
   std::chrono::nanoseconds hold_;
+  rma_window w_{};
   std::int64_t* base_ = nullptr;
   MPI_Win win_ = MPI_WIN_NULL;
 };

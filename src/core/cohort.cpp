@@ -25,13 +25,15 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
     field = off;
     off = align8(off + size);
   };
+  // What a local lock or unlock reads and writes comes first (the header and the
+  // local FIFO), so that a runtime can keep it on one cache line.
   place(l.header, sizeof(cohort_header));
+  place(l.lq, r * sizeof(std::int32_t));
+  place(l.waiting, r);
   place(l.rn, k * sizeof(seq_t));
   place(l.requester, k * sizeof(std::int32_t));
   place(l.ln, k * sizeof(seq_t));
   place(l.tq, k * sizeof(std::int32_t));
-  place(l.lq, r * sizeof(std::int32_t));
-  place(l.waiting, r);
   place(l.scratch, k);
   l.protocol_bytes = off;
   place(l.counters, r * sizeof(protocol::counters));

@@ -22,6 +22,7 @@ constexpr auto slot_wait_slice = std::chrono::microseconds(200);
 // Node topology: a waiting rank looks at its grant flag this many times per MPI
 // poll, and yields between looks after this many.
 constexpr std::uint32_t node_poll_every = 8;
+constexpr std::uint32_t lone_node_poll_every = 128;
 constexpr std::uint32_t node_spins_before_yield = 4096;
 
 [[noreturn]] void fail(errc code, const std::string& what) { throw error(code, "tally: " + what); }
@@ -68,9 +69,9 @@ bool engine::progress_locked(bool repost) {
   return a.any();
 }
 
-bool engine::attention_locked() const noexcept {
+bool engine::attention_locked(bool after_event) const noexcept {
   if (async_ != nullptr || transport_.sends_active()) return true;
-  if (node_) return node_attention_locked();
+  if (node_) return after_event ? node_attention_ : node_attention_locked();
   return (peer_.holds_token() && peer_.mode() == protocol::mode::idle) || peer_.withdrawn();
 }
 
@@ -168,7 +169,7 @@ bool engine::wait_locked(std::unique_lock<std::mutex>& lk, std::optional<clock::
     // Node topology: a local handoff is a flag in shared memory, so look at it
     // between MPI polls; past a few thousand spins, give the core away (more ranks
     // than cores: the holder may need it).
-    if (node_ && spin % node_poll_every != 0) {
+    if (node_ && spin % (node_->nodes() > 1 ? node_poll_every : lone_node_poll_every) != 0) {
       if (spin > node_spins_before_yield) std::this_thread::yield();
       continue;
     }
@@ -281,7 +282,7 @@ void engine::unlock() {
   }
   transport_.repost_requests();
   release_slot_locked();
-  if (attention_locked()) progress_.nudge();  // an idle token or a send in flight
+  if (attention_locked(true)) progress_.nudge();  // an idle token or a send in flight
 }
 
 void engine::trace_enter_locked() {

@@ -121,8 +121,10 @@ class engine : public std::enable_shared_from_this<engine> {
   void async_acquired_locked();
   // Completes the generalized request of `a`, if any and not yet done. mu_ held.
   void complete_greq_locked(acquisition& a) noexcept;
-  // True if only a progress thread could answer for this rank now. mu_ held.
-  bool attention_locked() const noexcept;
+  // True if only a progress thread could answer for this rank now. mu_ held. With
+  // `after_event` (node topology, right after this rank's own cohort event), the
+  // node's part is the snapshot that event took under the spinlock.
+  bool attention_locked(bool after_event = false) const noexcept;
   // Completes a request (collective or otherwise) while this engine (mu_ held by
   // the caller when `own` is set) and every other engine keep making progress.
   void wait_progressing(MPI_Request& req, const char* what, bool own);
@@ -154,6 +156,8 @@ class engine : public std::enable_shared_from_this<engine> {
                                    protocol::status allowed = protocol::status::ok);
   bool node_progress_locked(bool repost);
   bool node_attention_locked() const noexcept;
+  // The node's part of attention_locked(); the spinlock held.
+  bool node_needs_me() const noexcept;
   // Teardown's drain: every REQUEST for this node received, no node request left.
   void node_drain_locked(std::uint64_t total_broadcasts);
   // Tests posted receives and outstanding sends once; hands what arrived to the
@@ -197,6 +201,7 @@ class engine : public std::enable_shared_from_this<engine> {
   // -- topology::node only (null otherwise)
   std::unique_ptr<node_level> node_;
   bool node_in_cs_ = false;       // this rank took its grant and has not left
+  bool node_attention_ = false;   // node_needs_me() at this rank's last cohort event
   tally::stats node_final_{};     // its counters, kept when the window is freed
 
   progress_thread progress_;
@@ -208,6 +213,7 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
   protocol::cohort& c = node_->cohort();
   node_->lock();
   const protocol::cohort_step s = e(c);
+  node_attention_ = node_needs_me();
   if (s.ok()) {
     if (s.act.grant >= 0) node_->grant(s.act.grant);
     if (s.act.token_to.value() >= 0) {

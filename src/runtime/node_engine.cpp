@@ -32,14 +32,19 @@ bool engine::node_progress_locked(bool repost) {
 }
 
 bool engine::node_attention_locked() const noexcept {
+  node_->lock();
+  const bool needed = node_needs_me();
+  node_->unlock();
+  return needed;
+}
+
+bool engine::node_needs_me() const noexcept {
   // Only this rank can answer: as the leader while the node holds the token (a
   // REQUEST must move it), or as the rank a pending node request named (the token
   // comes here) when no thread of this rank waits in lock().
-  node_->lock();
   const protocol::cohort& c = node_->cohort();
   const bool holder = c.holds_token();
   const bool named = c.requesting() && c.state().requester[node_->node()] == rank_;
-  node_->unlock();
   return (node_->leader() && holder) || named;
 }
 

@@ -102,10 +102,13 @@ bool node_level::open(MPI_Comm comm, int rank, int n, std::uint32_t pass_bound, 
     return false;
   }
 
-  // The window: spinlock line, a grant line per local rank, the cohort, the payload.
+  // The window: the spinlock word with the cohort right after it (a local event
+  // then finds the word and the fields it changes on one line), a grant line per
+  // local rank, the payload.
   layout_ = protocol::cohort_layout::of(nodes(), locals);
-  const std::size_t cohort_at = line * (1 + static_cast<std::size_t>(locals));
-  const std::size_t payload_at = cohort_at + round_up(layout_.bytes);
+  const std::size_t cohort_at = sizeof(std::uint64_t);
+  grants_at_ = round_up(cohort_at + layout_.bytes);
+  const std::size_t payload_at = grants_at_ + line * static_cast<std::size_t>(locals);
   const std::size_t bytes = payload_at + round_up(std::max<std::size_t>(payload_bytes, 1));
   void* mine = nullptr;
   const bool win_ok = attempt(MPI_Win_allocate_shared(static_cast<MPI_Aint>(local_ == 0 ? bytes : 0), 1, MPI_INFO_NULL,
@@ -151,6 +154,9 @@ std::vector<int> node_level::other_leaders() const {
 
 void node_level::lock() noexcept {
   std::atomic_ref<std::uint32_t> w = word_at(base_);
+  // The first try takes the line for writing at once (a read first would fetch it
+  // twice when it is free, the common case); then spin on reads.
+  if (w.exchange(1, std::memory_order_acquire) == 0) return;
   for (int spin = 0;; ++spin) {
     if (w.load(std::memory_order_relaxed) == 0 && w.exchange(1, std::memory_order_acquire) == 0) return;
     if (spin < spins_before_yield)
@@ -163,11 +169,11 @@ void node_level::lock() noexcept {
 void node_level::unlock() noexcept { word_at(base_).store(0, std::memory_order_release); }
 
 void node_level::grant(std::int32_t i) noexcept {
-  word_at(base_ + line * (1 + static_cast<std::size_t>(i))).store(1, std::memory_order_release);
+  word_at(base_ + grants_at_ + line * static_cast<std::size_t>(i)).store(1, std::memory_order_release);
 }
 
 bool node_level::take_grant() noexcept {
-  std::atomic_ref<std::uint32_t> w = word_at(base_ + line * (1 + static_cast<std::size_t>(local_)));
+  std::atomic_ref<std::uint32_t> w = word_at(base_ + grants_at_ + line * static_cast<std::size_t>(local_));
   if (w.load(std::memory_order_acquire) == 0) return false;
   w.store(0, std::memory_order_relaxed);
   return true;

@@ -2,13 +2,14 @@
 //
 // Contract. One MPI shared-memory window per node (MPI_Comm_split_type with
 // MPI_COMM_TYPE_SHARED, allocated by the node's leader, local rank 0) holds:
-//   - a spinlock (its own cache line) that serializes every transition of the node's
-//     protocol::cohort, whichever rank of the node carries it out;
+//   - a spinlock that serializes every transition of the node's protocol::cohort,
+//     whichever rank of the node carries it out, followed at once by the cohort's
+//     state (core/cohort.hpp), so that a local lock or unlock finds both on one line;
 //   - one grant flag per local rank (each on its own cache line): set, under the
 //     spinlock, by the rank that hands the critical section to it; cleared by the
 //     rank itself when it sees it. A waiting rank spins on its own line only;
-//   - the cohort's state (core/cohort.hpp) and the payload, which belong to the rank
-//     in the critical section, else to the spinlock's holder.
+//   - the payload. It and the cohort's state belong to the rank in the critical
+//     section, else to the spinlock's holder.
 // Nothing under the spinlock calls MPI or blocks: a transition, a grant, the token
 // packed into a send buffer. Across processes the atomics are C++ atomics on the
 // shared mapping (lock-free, address-free), so no MPI synchronization is involved.
@@ -78,6 +79,7 @@ class node_level {
   comm_handle node_comm_;
   win_handle win_;
   std::byte* base_ = nullptr;
+  std::size_t grants_at_ = 0;  // offset of local rank 0's grant line
   std::int32_t local_ = 0, node_ = 0;
   std::vector<std::int32_t> node_of_, members_;
   std::vector<int> leaders_;

@@ -13,13 +13,16 @@
 # Variables read (all optional; defaults in brackets):
 #   TALLY_TRANSPORT   ucx | tcp | shm+tcp | shm | auto                [ucx]
 #   TALLY_TCP_IF      interface(s) or CIDR(s) for TCP, comma-separated [Open MPI's choice]
-#   TALLY_LAUNCHER    srun | mpirun                                    [srun]
-#   TALLY_SRUN_MPI    srun --mpi plugin                                [pmix]
+#   TALLY_LAUNCHER    srun | mpirun (MPICH: its mpiexec, hydra)       [srun]
+#   TALLY_SRUN_MPI    srun --mpi plugin        [pmix; pmi2 for an MPICH tally_bench]
 #   TALLY_LAUNCH_ARGS extra launcher arguments, split on whitespace    []
 #   TALLY_BENCH       path of tally_bench           [$TALLY_ROOT/build/bench/tally_bench]
 #   TALLY_FILTER      Google Benchmark --benchmark_filter regex        [TALLY_DEFAULT_FILTER]
 #   TALLY_BENCH_ARGS  extra tally_bench arguments, split on whitespace []
 #   TALLY_RESULTS     results root                                     [$TALLY_ROOT/results]
+# The MPI is the one tally_bench is linked against (libmpi: Open MPI, libmpich:
+# MPICH); TALLY_MPI_FLAVOR=openmpi|mpich overrides. It picks the transport's
+# settings (scripts/lib/transport.sh), srun's default plugin and mpirun's program.
 
 TALLY_ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
 # shellcheck source-path=SCRIPTDIR source=../../scripts/lib/transport.sh
@@ -103,11 +106,14 @@ tally_select_launcher() {
         "--ntasks=$SLURM_NTASKS" "${extra[@]}")
       ;;
     mpirun)
-      command -v mpirun >/dev/null || tally_die "mpirun not found in PATH (load your MPI module)"
-      # mpirun takes nodes and slots from the Slurm allocation.
+      local mpirun
+      mpirun=$(tally_mpirun_program)
+      command -v "$mpirun" >/dev/null || tally_die "$mpirun not found in PATH (load your MPI module)"
+      # mpirun (Open MPI's, or MPICH's hydra) takes nodes and slots from the Slurm
+      # allocation.
       local -a mca_args
-      mapfile -t mca_args < <(tally_mca_args)
-      TALLY_LAUNCH=(mpirun -np "$SLURM_NTASKS" "${mca_args[@]}" "${extra[@]}")
+      mapfile -t mca_args < <(MPIEXEC=$mpirun tally_mca_args)
+      TALLY_LAUNCH=("$mpirun" -n "$SLURM_NTASKS" "${mca_args[@]}" "${extra[@]}")
       ;;
     *)
       tally_die "TALLY_LAUNCHER='$TALLY_LAUNCHER' is not one of srun, mpirun"
@@ -115,8 +121,37 @@ tally_select_launcher() {
   esac
 }
 
+# The MPI of tally_bench: openmpi, mpich or other ($TALLY_MPI_FLAVOR wins).
+tally_bench_flavor() {
+  if [[ -n "${TALLY_MPI_FLAVOR:-}" ]]; then
+    printf '%s\n' "$TALLY_MPI_FLAVOR"
+    return
+  fi
+  case "$(basename -- "$(tally_mpi_library)")" in
+    libmpich.so*) echo mpich ;;
+    libmpi.so*) echo openmpi ;;
+    *) echo other ;;
+  esac
+}
+
+# The launcher program TALLY_LAUNCHER=mpirun runs: MPICH's own where tally_bench is
+# MPICH's (Debian names it mpiexec.mpich; mpirun may be Open MPI's).
+tally_mpirun_program() {
+  if [[ "$TALLY_MPI_FLAVOR" == mpich ]]; then
+    if command -v mpiexec.mpich >/dev/null; then echo mpiexec.mpich; else echo mpiexec; fi
+  else
+    echo mpirun
+  fi
+}
+
 tally_mpi_version() {
   local v=''
+  if [[ "$TALLY_MPI_FLAVOR" == mpich ]]; then
+    v=$("$(tally_mpirun_program)" --version 2>/dev/null | sed -n 's/^ *Version: *//p' | sed -n 1p) || v=''
+    printf '%s' "${v:+MPICH $v}"
+    [[ -n "$v" ]] || printf unknown
+    return
+  fi
   if command -v ompi_info >/dev/null; then
     v=$(ompi_info --version 2>/dev/null | sed -n 1p) || v=''
   fi
@@ -169,6 +204,7 @@ tally_write_env() {
     printf '  "launcher": %s,\n' "$(tally_json_str "$TALLY_LAUNCHER")"
     printf '  "command": %s,\n' "$(tally_json_arr "${TALLY_CMD[@]}")"
     printf '  "mpi_version": %s,\n' "$(tally_json_str "$TALLY_MPI_VERSION")"
+    printf '  "mpi_flavor": %s,\n' "$(tally_json_str "$TALLY_MPI_FLAVOR")"
     printf '  "mpi_library": %s,\n' "$(tally_json_str "$TALLY_MPI_LIBRARY")"
     printf '  "slurm_version": %s,\n' "$(tally_json_str "$TALLY_SLURM_VERSION")"
     printf '  "batch_host": %s,\n' "$(tally_json_str "$(hostname)")"
@@ -194,7 +230,6 @@ tally_job_main() {
   [[ -n "${SLURM_NTASKS:-}" ]] || tally_die "SLURM_NTASKS is unset; submit with --ntasks or --ntasks-per-node"
   : "${TALLY_TRANSPORT:=ucx}"
   : "${TALLY_LAUNCHER:=srun}"
-  : "${TALLY_SRUN_MPI:=pmix}"
   : "${TALLY_BENCH:=$TALLY_ROOT/build/bench/tally_bench}"
   : "${TALLY_FILTER:=${TALLY_DEFAULT_FILTER:-.}}"
   : "${TALLY_RESULTS:=$TALLY_ROOT/results}"
@@ -204,6 +239,10 @@ tally_job_main() {
   mkdir -p -- "$TALLY_OUT" || tally_die "cannot create results folder '$TALLY_OUT'"
   TALLY_MCA=()
   TALLY_CMD=()
+  TALLY_MPI_FLAVOR=$(tally_bench_flavor)
+  export TALLY_MPI_FLAVOR
+  # Debian's MPICH starts one job of N ranks under srun with pmi2 only.
+  if [[ "$TALLY_MPI_FLAVOR" == mpich ]]; then : "${TALLY_SRUN_MPI:=pmi2}"; else : "${TALLY_SRUN_MPI:=pmix}"; fi
   TALLY_MPI_VERSION=$(tally_mpi_version)
   TALLY_MPI_LIBRARY=$(tally_mpi_library)
   TALLY_SLURM_VERSION=$(sinfo --version 2>/dev/null || true)

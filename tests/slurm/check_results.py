@@ -39,6 +39,8 @@ def main():
                     help="a context key that holds the node count")
     ap.add_argument("--mca-context", action="store_true",
                     help="the context's mpi_pml/mpi_btl/mpi_osc must match the transport")
+    ap.add_argument("--mpich", action="store_true",
+                    help="tally_bench is MPICH's: no MCA parameters, MPICH's launchers")
     a = ap.parse_args()
 
     errors = []
@@ -75,21 +77,31 @@ def main():
           f"env.transport {env.get('transport')!r} != {a.transport!r}")
     check(env.get("launcher") == a.launcher,
           f"env.launcher {env.get('launcher')!r} != {a.launcher!r}")
-    want_mca = dict(TRANSPORT_MCA[a.transport])
-    if a.tcp_if:
+    want_mca = {} if a.mpich else dict(TRANSPORT_MCA[a.transport])
+    if a.tcp_if and not a.mpich:
         want_mca["btl_tcp_if_include"] = a.tcp_if
     mca = env.get("mca", {})
     for k, v in want_mca.items():
         check(mca.get(k) == v, f"env.mca[{k}] {mca.get(k)!r} != {v!r}")
-    if a.transport == "tcp":
+    if a.mpich:  # MPICH takes environment variables, never MCA parameters
+        check(mca == {}, f"env.mca {mca!r} is not empty for MPICH")
+    if a.transport == "tcp" and not a.mpich:
         check(env.get("ucx_tls") == "tcp,self", f"env.ucx_tls {env.get('ucx_tls')!r} != 'tcp,self'")
+    flavor = "mpich" if a.mpich else "openmpi"
+    check(env.get("mpi_flavor") == flavor, f"env.mpi_flavor {env.get('mpi_flavor')!r} != {flavor!r}")
     check(bool(env.get("mpi_version")) and env.get("mpi_version") != "unknown",
           f"env.mpi_version {env.get('mpi_version')!r}")
+    if a.mpich:
+        check(str(env.get("mpi_version", "")).startswith("MPICH"), f"env.mpi_version {env.get('mpi_version')!r}")
     for k in ("start", "end"):
         check(isinstance(env.get(k), str) and ISO.match(env[k]) is not None,
               f"env.{k} {env.get(k)!r} is not an ISO 8601 UTC time")
     cmd = env.get("command", [])
-    check(isinstance(cmd, list) and cmd[:1] == [a.launcher], f"env.command {cmd!r}")
+    # MPICH's mpirun is its hydra mpiexec (Debian: mpiexec.mpich).
+    program = {"mpirun": ["mpiexec.mpich", "mpiexec"]}.get(a.launcher, [a.launcher]) if a.mpich else [a.launcher]
+    check(isinstance(cmd, list) and cmd[:1] and cmd[0] in program, f"env.command {cmd!r}")
+    if a.mpich and a.launcher == "srun":
+        check("--mpi=pmi2" in cmd, f"env.command {cmd!r} does not use srun --mpi=pmi2")
 
     # --- bench.json ----------------------------------------------------------------
     runs = [b for b in bench.get("benchmarks", []) if b.get("run_type", "iteration") == "iteration"]
@@ -124,6 +136,8 @@ def main():
     if a.ranks_key:
         check(seen, f"bench.json reports no rank count under {a.ranks_key}")
 
+    if a.mpich:
+        check("MPICH" in str(ctx.get("mpi_library", "")), f"context.mpi_library = {ctx.get('mpi_library')!r}")
     if a.nodes_key:
         check(a.nodes_key in ctx and str(ctx[a.nodes_key]) == str(a.nodes),
               f"context.{a.nodes_key} = {ctx.get(a.nodes_key)!r} != {a.nodes}")

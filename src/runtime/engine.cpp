@@ -20,10 +20,9 @@ constexpr std::uint32_t release_every = 16;
 // process's other mutexes answering.
 constexpr auto slot_wait_slice = std::chrono::microseconds(200);
 // Node topology: a waiting rank looks at its grant flag this many times per MPI
-// poll, and yields between looks after this many.
+// poll.
 constexpr std::uint32_t node_poll_every = 8;
 constexpr std::uint32_t lone_node_poll_every = 128;
-constexpr std::uint32_t node_spins_before_yield = 4096;
 
 [[noreturn]] void fail(errc code, const std::string& what) { throw error(code, "tally: " + what); }
 
@@ -165,16 +164,18 @@ bool engine::wait_locked(std::unique_lock<std::mutex>& lk, std::optional<clock::
   const clock::time_point start = clock::now();
   bool warned = wait_warning_ == clock::duration::zero();
   auto done = [&] { return a ? a->st == acquisition::state::acquired : entered_locked(); };
+  patience wait;
   for (std::uint32_t spin = 1; !done(); ++spin) {
     // Node topology: a local handoff is a flag in shared memory, so look at it
     // between MPI polls; past a few thousand spins, give the core away (more ranks
     // than cores: the holder may need it).
     if (node_ && spin % (node_->nodes() > 1 ? node_poll_every : lone_node_poll_every) != 0) {
-      if (spin > node_spins_before_yield) std::this_thread::yield();
+      wait();
       continue;
     }
     progress_locked();
     if (done()) break;
+    wait();
     if (deadline && clock::now() >= *deadline) return false;
     if (spin % release_every != 0) continue;  // a tight loop detects the token soonest
     if (!warned && clock::now() - start >= wait_warning_) {

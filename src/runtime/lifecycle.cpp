@@ -207,7 +207,7 @@ engine::~engine() {
 
 void engine::wait_progressing(MPI_Request& req, const char* what, bool own) {
   int done = 0;
-  for (;;) {
+  for (patience wait;; wait()) {
     check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
     if (done) return;
     if (own) progress_locked();
@@ -299,8 +299,9 @@ void engine::free(bool at_finalize) {
       node_drain_locked(total);
     } else {
       const std::uint64_t expected = total - mine;
-      while (peer_.counters().requests_received < expected ||
-             peer_.mode() == protocol::mode::requesting || transport_.sends_pending()) {
+      for (patience wait; peer_.counters().requests_received < expected ||
+                          peer_.mode() == protocol::mode::requesting || transport_.sends_pending();
+           wait()) {
         progress_locked();
         registry::poll_others(this);
       }

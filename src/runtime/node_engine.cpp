@@ -57,7 +57,7 @@ void engine::node_drain_locked(std::uint64_t total_broadcasts) {
   for (std::int32_t i = 0; i < node_->locals(); ++i) own += node_->cohort().counters_of(i).broadcasts;
   node_->unlock();
   const std::uint64_t expected = node_->leader() ? total_broadcasts - own : 0;
-  for (;;) {
+  for (patience wait;; wait()) {
     node_->lock();
     const bool requesting = node_->cohort().requesting();
     const std::uint64_t received = node_->cohort().counters_of(node_->local()).requests_received;

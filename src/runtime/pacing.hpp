@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -30,6 +31,24 @@ inline std::uint64_t ticks() noexcept {
   return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 #endif
 }
+
+// Counts the polls of one wait; from the `spins`-th on, each poll also yields the
+// core. With more ranks than cores the rank that can end the wait may need it, and
+// an MPI that busy-polls without yielding (MPICH) would otherwise keep it off the
+// core for a whole time slice per step. A short wait never yields.
+class patience {
+ public:
+  static constexpr std::uint32_t spins = 4096;
+  void operator()() noexcept {
+    if (n_ > spins)
+      std::this_thread::yield();
+    else
+      ++n_;
+  }
+
+ private:
+  std::uint32_t n_ = 0;
+};
 
 class unlock_pacing {
  public:

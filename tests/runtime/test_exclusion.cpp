@@ -1,12 +1,13 @@
 // Mutual exclusion: inside the critical section every rank does a non-atomic
-// read-modify-write of a counter in an MPI window (MPI_Get, yield, MPI_Put) and
-// marks an occupancy word with compare-and-swap. The final count must be exact and
+// read-modify-write of a counter in an MPI window (atomic read, yield, atomic write)
+// and swaps its rank into an occupancy word. The final count must be exact and
 // no rank may ever find the critical section occupied.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "support.hpp"
 #include "tally/tally.h"
@@ -56,6 +57,36 @@ exclusion_result run_exclusion(int home, Lock lock, Unlock unlock, Poll poll) {
   return r;
 }
 
+// The instrument can fail: two ranks that enter in turn without a lock are seen
+// overlapping on entry and on leave, and two interleaved increments lose one.
+TEST(Instrument, SeesOverlapsAndLostUpdates) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks to overlap";
+  const int rank = world_rank();
+  shared_counter counter(MPI_COMM_WORLD, 0);
+  std::int64_t entered = -2, left = -2;
+  if (rank == 0) entered = counter.enter(0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 1) entered = counter.enter(1);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) left = counter.leave(0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    EXPECT_EQ(entered, -1);
+    EXPECT_EQ(left, 1);  // rank 1 is inside: the leave sees it
+  }
+  if (rank == 1) {
+    EXPECT_EQ(entered, 0);  // rank 0 is inside: the entry sees it
+  }
+
+  std::int64_t v = 0;
+  if (rank < 2) v = counter.value();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank < 2) counter.write(v + 1);
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(counter.value(), 1);  // two increments, one lost
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 class Exclusion : public ::testing::TestWithParam<tally::progress_mode> {};
 
 TEST_P(Exclusion, CppLockGuardCounterIsExact) {
@@ -79,8 +110,9 @@ TEST_P(Exclusion, CppUniqueLockAndTryLockForCounterIsExact) {
       world_size() / 2,
       [&] {
         // Short timeouts exercise withdraw and re-arm; the loop ends when entered.
-        while (!lk.try_lock_for(std::chrono::microseconds(50))) {
-        }
+        // Each attempt is too short to reach the wait's own yield, so the loop
+        // yields (more ranks than cores: the holder may need this core).
+        while (!lk.try_lock_for(std::chrono::microseconds(50))) std::this_thread::yield();
       },
       [&] { lk.unlock(); }, [&] { m.poll(); });
   EXPECT_EQ(r.overlaps, 0);

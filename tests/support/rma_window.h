@@ -11,12 +11,15 @@
  * often the origin's own (upstream: pmodels/mpich#6110; docs/benchmarks.md "Two
  * MPIs"). Both return MPI_SUCCESS or the code of the first call that failed.
  * rma_window_free() is collective and frees what rma_window_allocate() made.
+ * rma_window_apply() is the instruments' one-sided read, write and swap.
  */
 #ifndef TALLY_TESTS_RMA_WINDOW_H
 #define TALLY_TESTS_RMA_WINDOW_H
 
 #include <mpi.h>
+#include <sched.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct rma_window {
   MPI_Win win;
@@ -90,6 +93,28 @@ static inline int rma_window_free(rma_window* w) {
   if (w->created && w->base != NULL) MPI_Free_mem(w->base);
   w->base = NULL;
   return rc;
+}
+
+/* Atomically applies op (MPI_REPLACE, MPI_SUM, MPI_NO_OP, ...) with `operand` to the
+ * int64 at displacement disp of target's window (inside an MPI_Win_lock_all epoch)
+ * and returns the word's old value, once the operation has been applied there: it is
+ * a request-based MPI_Rget_accumulate, whose result can only come back from the
+ * target. The wait polls with MPI_Test and yields the core: MPICH serves an
+ * MPI_Win_create window by active messages, and a blocking MPI_Win_flush busy-polls,
+ * so with more ranks than cores a flushing rank would keep the target off the core
+ * for a whole time slice per operation. */
+static inline int64_t rma_window_apply(MPI_Win win, int target, MPI_Aint disp, int64_t operand,
+                                       MPI_Op op) {
+  int64_t old = 0;
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Rget_accumulate(&operand, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, target, disp, 1, MPI_INT64_T, op,
+                      win, &req);
+  int done = 0;
+  for (unsigned spin = 0; !done; ++spin) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (!done && spin > 64) sched_yield();
+  }
+  return old;
 }
 
 #endif

@@ -107,9 +107,10 @@ void progress_barrier(MPI_Comm comm, Poll&& poll) {
     PMPI_Irecv(&in, 1, MPI_CHAR, (rank - k + size) % size, progress_barrier_tag, comm, &reqs[0]);
     PMPI_Isend(&out, 1, MPI_CHAR, (rank + k) % size, progress_barrier_tag, comm, &reqs[1]);
     int done = 0;
-    while (!done) {
+    for (unsigned spin = 0; !done; ++spin) {
       poll();
       PMPI_Testall(2, reqs, &done, MPI_STATUSES_IGNORE);
+      if (spin > 1024) std::this_thread::yield();  // more ranks than cores
     }
   }
 }
@@ -119,10 +120,12 @@ inline void progress_barrier(MPI_Comm comm, tally::mutex& m) {
 }
 
 // A counter that lives in an MPI window at rank `home` of comm, read and written
-// with separate MPI_Get/MPI_Put (a non-atomic read-modify-write), plus an occupancy
-// word updated with MPI_Compare_and_swap that detects overlapping critical sections.
-// Collective construction and destruction. `hold` is busy time between the get and
-// the put, to widen the window an overlapping entry would hit.
+// with two separate atomic operations (a non-atomic read-modify-write), plus an
+// occupancy word swapped in on entry and out on leave, which detects overlapping
+// critical sections. Collective construction and destruction. `hold` is busy time
+// between the read and the write, to widen the window an overlapping entry would
+// hit. Every operation is rma_window_apply(): complete at the target when it
+// returns, and kind to a target that shares this rank's core.
 class shared_counter {
  public:
   shared_counter(MPI_Comm comm, int home, std::chrono::nanoseconds hold = {})
@@ -143,37 +146,26 @@ class shared_counter {
   shared_counter& operator=(const shared_counter&) = delete;
 
   // Marks the CS as occupied by `me`; returns the previous occupant (-1 if none).
-  std::int64_t enter(std::int64_t me) { return cas(-1, me); }
+  std::int64_t enter(std::int64_t me) { return apply(1, me, MPI_REPLACE); }
   // Clears the occupancy; returns the previous occupant (`me` if all is well).
-  std::int64_t leave(std::int64_t me) { return cas(me, -1); }
+  std::int64_t leave(std::int64_t /*me*/) { return apply(1, -1, MPI_REPLACE); }
 
-  // Non-atomic increment: get, hold, yield, put.
+  // Non-atomic increment: read, hold, yield, write.
   void increment() {
-    std::int64_t v = 0;
-    MPI_Get(&v, 1, MPI_INT64_T, home_, 0, 1, MPI_INT64_T, win_);
-    MPI_Win_flush(home_, win_);
+    const std::int64_t v = value();
     for (const auto end = std::chrono::steady_clock::now() + hold_;
          std::chrono::steady_clock::now() < end;) {
     }
     std::this_thread::yield();
-    ++v;
-    MPI_Put(&v, 1, MPI_INT64_T, home_, 0, 1, MPI_INT64_T, win_);
-    MPI_Win_flush(home_, win_);
+    write(v + 1);
   }
 
-  std::int64_t value() {
-    std::int64_t v = 0;
-    MPI_Fetch_and_op(nullptr, &v, MPI_INT64_T, home_, 0, MPI_NO_OP, win_);
-    MPI_Win_flush(home_, win_);
-    return v;
-  }
+  std::int64_t value() { return apply(0, 0, MPI_NO_OP); }
+  void write(std::int64_t v) { apply(0, v, MPI_REPLACE); }
 
  private:
-  std::int64_t cas(std::int64_t expect, std::int64_t desired) {
-    std::int64_t old = 0;
-    MPI_Compare_and_swap(&desired, &expect, &old, MPI_INT64_T, home_, 1, win_);
-    MPI_Win_flush(home_, win_);
-    return old;
+  std::int64_t apply(MPI_Aint disp, std::int64_t operand, MPI_Op op) {
+    return rma_window_apply(win_, home_, disp, operand, op);
   }
 
   int home_;

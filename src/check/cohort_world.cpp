@@ -194,7 +194,12 @@ std::optional<std::string> cohort_world::violation() const {
       if ((seen[static_cast<std::size_t>(i)] != 0) != c.is_waiting(i))
         return report{}("node ", k, ": waiting flag of local rank ", i, " disagrees with the FIFO");
     if (h.has_token && h.requesting) return report{}("node ", k, " holds the token and requests it");
-    if (h.hint < -1 || h.hint >= K || h.hint == k) return report{}("node ", k, ": hint names node ", h.hint);
+    {  // the broadcast order names every other node once
+      std::vector<int> named(static_cast<std::size_t>(K), 0);
+      for (const std::int32_t j : c.broadcast_order())
+        if (j < 0 || j >= K || j == k || named[static_cast<std::size_t>(j)]++)
+          return report{}("node ", k, ": broadcast order names node ", j, " out of range, itself or twice");
+    }
     if (h.has_token && h.in_cs < 0) {  // C4 an idle holder has nothing to hand on
       if (h.lq_len > 0) return report{}("idle holder node ", k, " has local waiters");
       if (c.remote_waiter_known())

@@ -36,6 +36,7 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
   place(l.tq, k * sizeof(std::int32_t));
   place(l.scratch, k);
   l.protocol_bytes = off;
+  place(l.recent, (k - 1) * sizeof(std::int32_t));
   place(l.counters, r * sizeof(protocol::counters));
   l.bytes = off;
   return l;
@@ -46,7 +47,7 @@ cohort_view cohort_view::at(void* base, const cohort_layout& l) noexcept {
           protocol::at<std::int32_t>(base, l.requester), protocol::at<seq_t>(base, l.ln),
           protocol::at<std::int32_t>(base, l.tq),        protocol::at<std::int32_t>(base, l.lq),
           protocol::at<std::uint8_t>(base, l.waiting),   protocol::at<std::uint8_t>(base, l.scratch),
-          protocol::at<counters>(base, l.counters)};
+          protocol::at<std::int32_t>(base, l.recent),    protocol::at<counters>(base, l.counters)};
 }
 
 cohort::cohort(cohort_shape shape, cohort_view state, std::span<const std::int32_t> node_of,
@@ -77,7 +78,9 @@ void cohort::reset(std::int32_t owner_node) noexcept {
   std::fill_n(v_.scratch, k, std::uint8_t{0});
   std::fill_n(v_.ctr, r, counters{});
   v_.h->has_token = owner_node == shape_.node ? 1 : 0;
-  v_.h->hint = owner_node == shape_.node ? -1 : owner_node;
+  // Every node starts the order at its successor, so that first sends spread.
+  for (std::int32_t d = 1; d < shape_.nodes; ++d) v_.recent[d - 1] = (shape_.node + d) % shape_.nodes;
+  if (owner_node != shape_.node) heard_of(owner_node);
 }
 
 void cohort::enter(std::int32_t i, bool handoff) noexcept {
@@ -112,7 +115,6 @@ void cohort::request(std::int32_t by, cohort_action& act) noexcept {
   act.broadcast = true;
   act.seq = v_.rn[self];
   act.requester = rank_t(v_.requester[self]);
-  act.first = v_.h->hint;
 }
 
 void cohort::release(std::int32_t by, cohort_action& act) noexcept {
@@ -127,7 +129,7 @@ void cohort::release(std::int32_t by, cohort_action& act) noexcept {
   h.remote_waiting = 0;
   if (h.tq_len == 0) return;  // idle holder: nobody waits anywhere
   act.token_to = rank_t(v_.tq[0]);
-  h.hint = node_of(act.token_to);
+  heard_of(node_of(act.token_to));
   std::copy(v_.tq + 1, v_.tq + h.tq_len, v_.tq);
   v_.tq[--h.tq_len] = -1;
   h.has_token = 0;
@@ -209,6 +211,14 @@ cohort_step cohort::unlock(std::int32_t i) {
   return s;
 }
 
+void cohort::heard_of(std::int32_t j) noexcept {
+  std::int32_t* const first = v_.recent;
+  std::int32_t* const at = std::find(first, first + (shape_.nodes - 1), j);
+  if (at == first + (shape_.nodes - 1)) return;  // this node itself
+  std::copy_backward(first, at, at + 1);
+  *first = j;
+}
+
 cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
   if (!local(by) || requester.value() < 0 || requester.index() >= node_of_.size())
     return {status::bad_rank};
@@ -219,7 +229,7 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
   if (seq > v_.rn[k]) {
     v_.rn[k] = seq;
     v_.requester[k] = requester.value();
-    v_.h->hint = j;  // a new request: its node gets the token soon, if the lock is free
+    heard_of(j);
   }
   cohort_step s;
   cohort_header& h = *v_.h;
@@ -255,7 +265,6 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::sp
   for (std::size_t q = 0; q < queue.size(); ++q) v_.tq[q] = queue[q].value();
   h.has_token = 1;
   h.requesting = 0;
-  h.hint = -1;
   h.passes = 0;
   h.remote_waiting = remote_waiter_known() ? 1 : 0;
   cohort_step s;

@@ -64,18 +64,16 @@ struct cohort_header {
   std::uint8_t requesting = 0;      // a REQUEST of this node is outstanding
   std::uint8_t remote_waiting = 0;  // held token: some other node is known to wait
   std::uint8_t pad = 0;
-  // Where the token probably is: the node it was last sent to, or that last made a
-  // new request; -1 if none. Decides only the order of a broadcast's sends.
-  std::int32_t hint = -1;
 };
 
 // Where each part of a node's state lives in one block of memory, for K nodes and
 // R local ranks. Every part is 8-byte aligned. The protocol state is
-// [0, protocol_bytes); the per-rank counters follow it, so that a checker can
-// compare states by their protocol bytes alone.
+// [0, protocol_bytes); the broadcast order and the per-rank counters follow it, so
+// that a checker can compare states by their protocol bytes alone (neither changes
+// what any event does).
 struct cohort_layout {
   std::size_t header = 0, rn = 0, requester = 0, ln = 0, tq = 0, lq = 0, waiting = 0,
-              scratch = 0, protocol_bytes = 0, counters = 0, bytes = 0;
+              scratch = 0, protocol_bytes = 0, recent = 0, counters = 0, bytes = 0;
   static cohort_layout of(std::int32_t nodes, std::int32_t locals) noexcept;
 };
 
@@ -89,6 +87,7 @@ struct cohort_view {
   std::int32_t* lq = nullptr;        // [R] local FIFO ring
   std::uint8_t* waiting = nullptr;   // [R] 1 iff the local rank is in the local FIFO
   std::uint8_t* scratch = nullptr;   // [K] all zero between calls
+  std::int32_t* recent = nullptr;    // [K-1] the other nodes, the likeliest holder first
   counters* ctr = nullptr;           // [R] per local rank
 
   // The view of a block laid out by `layout` starting at `base` (8-byte aligned).
@@ -99,11 +98,9 @@ struct cohort_action {
   std::int32_t grant = -1;  // local rank that entered the critical section (the caller
                             // itself, or a waiter to wake)
   rank_t token_to{-1};      // send the token (LN, queue, payload) to this global rank
-  bool broadcast = false;   // send REQUEST(seq, requester) to the other K-1 nodes
-  seq_t seq{};
+  bool broadcast = false;   // send REQUEST(seq, requester) to the other K-1 nodes,
+  seq_t seq{};              // in the order of cohort::broadcast_order()
   rank_t requester{-1};
-  std::int32_t first = -1;  // broadcast: send to this node first, if >= 0 (the hint;
-                            // the others follow in any order)
 };
 
 struct cohort_step {
@@ -151,6 +148,14 @@ class cohort {
   // (the header's remote_waiting caches it while the token is held).
   bool remote_waiter_known() const noexcept;
   const counters& counters_of(std::int32_t i) const noexcept { return v_.ctr[static_cast<std::size_t>(i)]; }
+  // The other K-1 nodes in the order a broadcast should reach them: most recently
+  // heard of first. A node moves to the front when this node hears a new request
+  // of it (it gets the token soon, if the lock is free, and it is a node that uses
+  // the lock) or sends it the token; the initial owner starts in front. The order
+  // decides only which REQUEST leaves first; every node still gets one.
+  std::span<const std::int32_t> broadcast_order() const noexcept {
+    return {v_.recent, static_cast<std::size_t>(shape_.nodes - 1)};
+  }
 
  private:
   bool local(std::int32_t i) const noexcept { return i >= 0 && i < shape_.locals; }
@@ -159,6 +164,7 @@ class cohort {
   void request(std::int32_t by, cohort_action& act) noexcept;
   // The token is held and no rank is in the CS: SK release over nodes.
   void release(std::int32_t by, cohort_action& act) noexcept;
+  void heard_of(std::int32_t j) noexcept;  // moves node j to the front of recent
 
   cohort_shape shape_;
   cohort_view v_;

@@ -202,6 +202,7 @@ class engine : public std::enable_shared_from_this<engine> {
   std::unique_ptr<node_level> node_;
   bool node_in_cs_ = false;       // this rank took its grant and has not left
   bool node_attention_ = false;   // node_needs_me() at this rank's last cohort event
+  std::vector<std::int32_t> bcast_order_;  // the next broadcast's peers, in sending order
   tally::stats node_final_{};     // its counters, kept when the window is freed
 
   progress_thread progress_;
@@ -216,6 +217,11 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
   node_attention_ = node_needs_me();
   if (s.ok()) {
     if (s.act.grant >= 0) node_->grant(s.act.grant);
+    if (s.act.broadcast) {  // the order is shared state: read it under the spinlock
+      bcast_order_.clear();
+      for (const std::int32_t j : c.broadcast_order())
+        bcast_order_.push_back(static_cast<std::int32_t>(node_->peer_index(j)));
+    }
     if (s.act.token_to.value() >= 0) {
       const protocol::cohort_view& v = c.state();
       transport_.wire().pack(std::span<const protocol::seq_t>(v.ln, static_cast<std::size_t>(node_->nodes())),
@@ -229,8 +235,7 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
     throw error(protocol::to_errc(s.st), std::string("tally: ") + what + ": " + protocol::describe(s.st));
   }
   if (s.act.token_to.value() >= 0) transport_.send_staged(s.act.token_to);
-  if (s.act.broadcast)
-    transport_.broadcast(s.act.seq, s.act.requester, s.act.first >= 0 ? node_->peer_index(s.act.first) : 0);
+  if (s.act.broadcast) transport_.broadcast(s.act.seq, s.act.requester, bcast_order_);
   return s;
 }
 

@@ -112,7 +112,7 @@ void transport::repost_token() {
   if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();
 }
 
-void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::size_t first) {
+void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::span<const std::int32_t> order) {
   if (recv_reqs_.empty()) return;  // opened without peers
   if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();  // before anyone can answer
   auto free_slot = std::find_if(bcasts_.begin(), bcasts_.end(),
@@ -121,10 +121,12 @@ void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::
   slot.reqs.resize(shape_.peers.size(), MPI_REQUEST_NULL);
   slot.msg = {seq.value(), static_cast<std::uint64_t>(static_cast<std::int64_t>(requester.value()))};
   const std::size_t n = shape_.peers.size();
-  for (std::size_t k = 0; k < n; ++k)
-    check_mpi(MPI_Isend(slot.msg.data(), words_, MPI_UINT64_T, shape_.peers[(first + k) % n], tag_request, comm_.get(),
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t to = order.empty() ? k : static_cast<std::size_t>(order[k]);
+    check_mpi(MPI_Isend(slot.msg.data(), words_, MPI_UINT64_T, shape_.peers[to], tag_request, comm_.get(),
                         &slot.reqs[k]),
               "MPI_Isend(REQUEST)");
+  }
   sends_active_ = true;
   if (trace_) trace_->record(trace_log::kind::request, -1, seq.value());
 }

@@ -78,9 +78,9 @@ class transport {
 
   // REQUEST(seq[, requester]) to every broadcast peer. Posts the token receive first
   // if it is not posted.
-  // `first`: index into shape().peers of the peer to send to first (the others
-  // follow in their order, wrapping around).
-  void broadcast(protocol::seq_t seq, protocol::rank_t requester, std::size_t first = 0);
+  // `order`: indices into shape().peers, each once, in sending order; empty: the
+  // peers' own order.
+  void broadcast(protocol::seq_t seq, protocol::rank_t requester, std::span<const std::int32_t> order = {});
   void send_token(protocol::rank_t to, const protocol::token& t, std::span<const std::byte> payload);
   // A token send in two halves: stage() returns a buffer of token_bytes() to fill
   // (by wire().pack), send_staged() starts the send of the last staged buffer.

@@ -127,29 +127,41 @@ TEST(Cohort, IdleHolderSendsTokenToTheRequester) {
   EXPECT_EQ(n.c.state().requester[1], 3);
 }
 
-// A broadcast names the node to send to first: where the token was last seen
-// going (the initial owner, the last new request heard, the last token sent).
-TEST(Cohort, BroadcastStartsWhereTheTokenProbablyIs) {
+// A broadcast reaches the other nodes most recently heard of first: the initial
+// owner, the nodes whose new requests were heard (latest first), the node the token
+// was last sent to. Every other node is in the order exactly once.
+TEST(Cohort, BroadcastOrderPutsTheLikeliestHolderFirst) {
+  using order = std::vector<std::int32_t>;
+  auto order_of = [](const cohort& c) { return order(c.broadcast_order().begin(), c.broadcast_order().end()); };
   const std::vector<std::int32_t> four_nodes{0, 1, 2, 3};  // one rank each
   node_fixture a(four_nodes, 1, 1, 2);  // node 1; the token starts on node 2
+  EXPECT_EQ(order_of(a.c), (order{2, 3, 0}));
   cohort_step s = a.c.lock(0);
   ASSERT_TRUE(s.act.broadcast);
-  EXPECT_EQ(s.act.first, 2);
-  node_fixture b(four_nodes, 1, 1, 0);
-  ASSERT_TRUE(b.c.on_request(0, rank_t(3), seq_t(1)).ok());  // node 3 asked last
-  EXPECT_EQ(b.c.lock(0).act.first, 3);
-  // The token: once held here and sent away, its destination is the hint.
+  EXPECT_EQ(order_of(a.c), (order{2, 3, 0}));
+  node_fixture b(four_nodes, 1, 1, 1);  // node 1 holds the token: its successors first
+  EXPECT_EQ(order_of(b.c), (order{2, 3, 0}));
+  ASSERT_TRUE(b.c.on_request(0, rank_t(3), seq_t(1)).ok());  // idle holder: token to node 3
+  EXPECT_EQ(order_of(b.c), (order{3, 2, 0}));
+  ASSERT_TRUE(b.c.on_request(0, rank_t(0), seq_t(1)).ok());  // heard later: node 0 asks too
+  EXPECT_EQ(order_of(b.c), (order{0, 3, 2}));
+  s = b.c.lock(0);
+  ASSERT_TRUE(s.act.broadcast);
+  EXPECT_EQ(order_of(b.c).front(), 0);
+  // An old or repeated REQUEST does not move its node.
+  ASSERT_TRUE(b.c.on_request(0, rank_t(3), seq_t(1)).ok());
+  EXPECT_EQ(order_of(b.c), (order{0, 3, 2}));
+  // The token sent away: its destination moves to the front.
   node_fixture c(four_nodes, 1, 1, 1);
   ASSERT_TRUE(c.c.lock(0).ok());
   ASSERT_TRUE(c.c.on_request(0, rank_t(2), seq_t(1)).ok());
-  ASSERT_EQ(c.c.unlock(0).act.token_to, rank_t(2));
-  ASSERT_TRUE(c.c.on_request(0, rank_t(0), seq_t(1)).ok());  // heard later: node 0 waits behind
-  s = c.c.lock(0);
-  ASSERT_TRUE(s.act.broadcast);
-  EXPECT_EQ(s.act.first, 0);
-  // An old REQUEST does not move the hint.
-  ASSERT_TRUE(c.c.on_request(0, rank_t(2), seq_t(1)).ok());
-  EXPECT_EQ(c.c.state().h->hint, 0);
+  ASSERT_TRUE(c.c.on_request(0, rank_t(3), seq_t(1)).ok());
+  EXPECT_EQ(order_of(c.c), (order{3, 2, 0}));
+  ASSERT_EQ(c.c.unlock(0).act.token_to, rank_t(2));  // the queue takes nodes 2, 3
+  EXPECT_EQ(order_of(c.c), (order{2, 3, 0}));
+  // One node: nobody to send to.
+  node_fixture d({0, 0}, 0, 1, 0);
+  EXPECT_TRUE(d.c.broadcast_order().empty());
 }
 
 TEST(Cohort, PassBoundSendsTheTokenAwayAndAsksAgain) {

@@ -9,7 +9,8 @@
 //     runtime's measured intra-node handoff, docs/simulator.md);
 //   - the token (LN and queue over K nodes, 12K + 4 bytes) to one rank: a message;
 //   - REQUEST(seq, requester), 16 bytes, to the leader (local rank 0) of each of the
-//     other K-1 nodes: a multicast, in the order the runtime sends it.
+//     other K-1 nodes: a multicast, in the cohort's broadcast order, as the runtime
+//     sends it.
 // Costs the runtime has and this model leaves out: the node spinlock's cache-line
 // traffic (two short critical sections per entry), and the leader's delay in
 // noticing a REQUEST while it computes (tally's progress thread answers it).
@@ -119,10 +120,8 @@ class two_level {
     }
     if (s.act.broadcast) {
       std::vector<std::int32_t> to = e.borrow_list();
-      // The other leaders, the hinted node first (as the runtime sends them).
-      const std::int32_t first = s.act.first >= 0 ? s.act.first : (k + 1) % k_;
-      for (std::int32_t d = 0; d < k_; ++d)
-        if (const std::int32_t j = (first + d) % k_; j != k) to.push_back(j * r_);
+      // The other leaders, in the cohort's order (as the runtime sends them).
+      for (const std::int32_t j : c.broadcast_order()) to.push_back(j * r_);
       const auto val = s.act.seq.value() << requester_bits | static_cast<std::uint64_t>(s.act.requester.value());
       e.multicast(self, msg_kind::request, protocol::node_request_bytes, std::move(to), val);
     }

@@ -76,16 +76,18 @@ TEST(Teardown, FreeWithWithdrawnRequestsOutstanding) {
   tally::options o;
   o.initial_owner = 0;
   tally::mutex m(MPI_COMM_WORLD, o);
-  // Everyone but the holder broadcasts and gives up at once: the token must still
-  // visit each of them (or be routed past them) before free completes.
-  // (Node topology: a rank of the holder's node may enter at once.)
+  // Rank 0 is in the critical section while everyone else asks and gives up at
+  // once, so no attempt can enter (a zero timeout still makes one progress step,
+  // which would take a token that is idle and quick). Then rank 0 leaves: the token
+  // must visit each withdrawn requester (or be routed past it) before free
+  // completes.
+  if (world_rank() == 0) m.lock();
+  MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() != 0) {
-    const bool entered = m.try_lock_for(std::chrono::seconds(0));
-    if (entered) m.unlock();
-    if (tally::test::run_topology() != "node") {
-      EXPECT_FALSE(entered);
-    }
+    EXPECT_FALSE(m.try_lock_for(std::chrono::seconds(0)));
   }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) m.unlock();
   free_and_check_balanced(m);
 }
 

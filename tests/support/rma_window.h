@@ -95,11 +95,13 @@ static inline int rma_window_free(rma_window* w) {
   return rc;
 }
 
-/* Atomically applies op (MPI_REPLACE, MPI_SUM, MPI_NO_OP, ...) with `operand` to the
- * int64 at displacement disp of target's window (inside an MPI_Win_lock_all epoch)
- * and returns the word's old value, once the operation has been applied there: it is
- * a request-based MPI_Rget_accumulate, whose result can only come back from the
- * target. The wait polls with MPI_Test and yields the core: MPICH serves an
+/* Applies op (MPI_REPLACE, MPI_SUM, ...; MPI_NO_OP reads) with `operand` to the int64
+ * at displacement disp of target's window (inside an MPI_Win_lock_all epoch) and
+ * returns the word's old value, once the operation has been applied there: it is a
+ * request-based MPI_Rget_accumulate (a read: MPI_Rget, cheaper than an accumulate
+ * in some MPIs' RMA over TCP), whose result can only come back from the target.
+ * Reads are not atomic against a concurrent update; the instruments only need them
+ * to be exact when the lock works. The wait polls with MPI_Test and yields the core: MPICH serves an
  * MPI_Win_create window by active messages, and a blocking MPI_Win_flush busy-polls,
  * so with more ranks than cores a flushing rank would keep the target off the core
  * for a whole time slice per operation. */

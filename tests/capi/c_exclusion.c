@@ -1,6 +1,6 @@
 /* Mutual exclusion through the documented C API only: inside the critical section
- * each rank does a non-atomic read-modify-write of a counter in an MPI window (an
- * atomic read, then an atomic write) and swaps its rank into an occupancy word.
+ * each rank does a non-atomic read-modify-write of a counter in an MPI window (a
+ * read, then a separate write) and swaps its rank into an occupancy word.
  * Exits 0 and prints "c_exclusion: ok" on rank 0 iff the count is exact and no
  * rank ever found the critical section occupied. The window comes from
  * rma_window.h (tests/support): MPI_Win_allocate where its RMA reaches the target;

@@ -1,5 +1,5 @@
 // Mutual exclusion: inside the critical section every rank does a non-atomic
-// read-modify-write of a counter in an MPI window (atomic read, yield, atomic write)
+// read-modify-write of a counter in an MPI window (read, yield, separate write)
 // and swaps its rank into an occupancy word. The final count must be exact and
 // no rank may ever find the critical section occupied.
 #include <gtest/gtest.h>

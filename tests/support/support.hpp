@@ -120,7 +120,7 @@ inline void progress_barrier(MPI_Comm comm, tally::mutex& m) {
 }
 
 // A counter that lives in an MPI window at rank `home` of comm, read and written
-// with two separate atomic operations (a non-atomic read-modify-write), plus an
+// with two separate one-sided operations (a non-atomic read-modify-write), plus an
 // occupancy word swapped in on entry and out on leave, which detects overlapping
 // critical sections. Collective construction and destruction. `hold` is busy time
 // between the read and the write, to widen the window an overlapping entry would

@@ -4,6 +4,9 @@
 # that hangs past TALLY_BENCH_TIMEOUT, and one stopped after some benchmarks (their
 # results are kept). Each time it must exit 1, name the failed
 # configuration (stderr and OUTDIR/PARTIAL), and still run and report the others.
+# The transport error and the hang fail on every attempt (TALLY_BENCH_RETRIES=1:
+# two); a run whose first attempt logs a transport error and whose second passes
+# is reported whole, exit 0, with the first attempt in OUTDIR/RETRIED.
 # usage: run_local_partial.sh RUN_LOCAL TALLY_BENCH OUTDIR
 set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: $0 RUN_LOCAL TALLY_BENCH OUTDIR" >&2; exit 2; }
@@ -20,6 +23,8 @@ cat >"$out/mpiexec-wrapper" <<WRAP
 if [[ " \$* " == *" self,tcp "* || " \$* " == *" MPIR_CVAR_NOLOCAL "* ]]; then
   case "\$WRAP_MODE" in
     ucx) echo "[1.0] [vm:1:0] flush.c:26 UCX  ERROR req 0x1: error during flush: Endpoint timeout" >&2 ;;
+    ucx-once)  # the error on the first attempt only
+      [ -e "\$WRAP_MARK" ] || { : >"\$WRAP_MARK"; echo "[2.0] [vm:1:0] flush.c:26 UCX  ERROR req 0x2: error during flush: Endpoint timeout" >&2; } ;;
     hang) exec sleep 600 ;;
     cut)  # runs, then cuts the JSON after its last benchmark and hangs: killed mid-way
       "$real_mpiexec" "\$@" || exit
@@ -55,14 +60,37 @@ check hang "shm:2 tcp:2" "tcp, 2 ranks: stopped after 5 s (TALLY_BENCH_TIMEOUT)"
   MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=hang TALLY_BENCH_TIMEOUT=5
 # Stopped after some benchmarks finished: those are kept and reported.
 check cut "shm:2 tcp:2" "finished benchmark(s) are reported" \
-  MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=cut TALLY_BENCH_TIMEOUT=20
+  MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=cut TALLY_BENCH_TIMEOUT=20 TALLY_BENCH_RETRIES=0
 grep -Eq "\| tcp( \(MPICH\))? \| 2 \| handoff" "$out/cut/table.md" || fail "cut: the finished benchmarks of the stopped run were not reported"
+
+for case in ucx hang; do
+  [ "$(grep -c "; run again" "$out/$case/RETRIED" 2>/dev/null)" = 1 ] ||
+    fail "$case: RETRIED does not name exactly one attempt run again"
+  [ -s "$out/$case/tcp-2.attempt1.log" ] || [ "$case" = hang ] || fail "$case: the first attempt's log was not kept"
+done
+[ ! -e "$out/cut/RETRIED" ] || fail "cut: run again with TALLY_BENCH_RETRIES=0"
+
+# A transport error on the first attempt only: the second attempt's results are
+# reported, exit 0, no PARTIAL, RETRIED names the first.
+dir="$out/retried" rc=0
+MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=ucx-once WRAP_MARK="$out/retried.mark" TALLY_BENCH="$bench" \
+  TALLY_BENCH_CONFIGS="tcp:2" TALLY_BENCH_FILTER='^BM_(Floor|Handoff<tally>)' TALLY_BENCH_MIN_TIME=0.002 \
+  "$run_local" "$dir" >/dev/null 2>"$dir.err" || rc=$?
+cat "$dir.err" >&2
+((rc == 0)) || fail "retried: exit status $rc, not 0"
+[ ! -e "$dir/PARTIAL" ] || fail "retried: PARTIAL written"
+grep -qF "tcp, 2 ranks: the log reports an MPI or transport error: [2.0]" "$dir/RETRIED" ||
+  fail "retried: RETRIED does not name the first attempt"
+grep -qF "[2.0]" "$dir/tcp-2.attempt1.log" || fail "retried: the first attempt's log was not kept"
+! grep -qF "[2.0]" "$dir/tcp-2.log" || fail "retried: the log is the first attempt's"
+grep -qF "were run again" "$dir.err" || fail "retried: the retry is not reported on stderr"
+grep -Eq "\| tcp( \(MPICH\))? \| 2 \| handoff" "$dir/table.md" || fail "retried: the second attempt was not reported"
 
 # A benchmark that does not apply to a run is skipped, not failed: tally_node over
 # TCP, whose osc component makes no shared windows. Exit 0, no PARTIAL. (Open MPI
 # only: MPICH makes shared windows on one node whatever the transport.)
 if [[ "$(basename -- "$real_mpiexec")" == *mpich* ]]; then
-  echo "run_local_partial: ok (unknown transport, transport error in the log, timeout, stopped after some benchmarks; MPICH: no not-applicable case)"
+  echo "run_local_partial: ok (unknown transport, transport error in the log, timeout, stopped after some benchmarks, a retry that passes; MPICH: no not-applicable case)"
   exit 0
 fi
 dir="$out/not-applicable" rc=0
@@ -73,4 +101,4 @@ cat "$dir.err" >&2
 [ ! -e "$dir/PARTIAL" ] || fail "not-applicable: PARTIAL written"
 grep -q "Handoff | tally_node | skipped: not applicable: tally_node needs MPI_Win_allocate_shared" \
   "$dir/full.md" || fail "not-applicable: full.md does not say why tally_node was skipped"
-echo "run_local_partial: ok (unknown transport, transport error in the log, timeout, stopped after some benchmarks; not applicable is no failure)"
+echo "run_local_partial: ok (unknown transport, transport error in the log, timeout, stopped after some benchmarks, a retry that passes; not applicable is no failure)"

@@ -31,12 +31,19 @@ rma_mcs::~rma_mcs() {
 
 int rma_mcs::load(slot s) const noexcept { return __atomic_load_n(&base_[s], __ATOMIC_ACQUIRE); }
 
+int rma_mcs::fetch(slot s) {
+  int v = nil;
+  check(MPI_Fetch_and_op(nullptr, &v, MPI_INT, comm_.rank(), s, MPI_NO_OP, win_), "MPI_Fetch_and_op(own)");
+  check(MPI_Win_flush(comm_.rank(), win_), "MPI_Win_flush(own)");
+  return v;
+}
+
 void rma_mcs::store(slot s, int v) noexcept { __atomic_store_n(&base_[s], v, __ATOMIC_RELEASE); }
 
 int rma_mcs::wait_while(slot s, int v) {
   for (;;) {
     check(MPI_Win_sync(win_), "MPI_Win_sync");
-    const int now = load(s);
+    const int now = s == next ? fetch(s) : load(s);
     if (now != v) return now;
     kick_progress(comm_.get());
   }
@@ -60,7 +67,7 @@ void rma_mcs::lock() {
 
 void rma_mcs::unlock() {
   const int me = comm_.rank();
-  int succ = load(next);
+  int succ = fetch(next);
   if (succ == nil) {
     const int none = nil;
     int cur = nil;

@@ -12,8 +12,12 @@
 //            `blocked` (MPI_Accumulate REPLACE).
 // Each operation is followed by MPI_Win_flush to its target: inside a lock_all
 // epoch an operation may otherwise wait for the next synchronization call, and
-// its target would spin forever. Local spins read window memory directly after
-// MPI_Win_sync, which needs the unified memory model (checked at construction).
+// its target would spin forever. The spin on `blocked` reads window memory
+// directly after MPI_Win_sync, which needs the unified memory model (checked at
+// construction); `next`, which a successor writes concurrently, is read with
+// MPI_Fetch_and_op(MPI_NO_OP) on this rank, as the book's release does (with plain
+// loads of `next` the lock hung under Open MPI's osc/sm about once in 25 runs;
+// docs/benchmarks.md).
 // FIFO. Uncontended: 2 remote atomics (from ranks other than 0).
 #pragma once
 
@@ -46,6 +50,9 @@ class rma_mcs {
   static constexpr int nil = -1;
 
   int load(slot s) const noexcept;
+  // This rank's word s, read by MPI_Fetch_and_op(MPI_NO_OP): atomic against a
+  // concurrent remote MPI_Accumulate, which a plain load is not.
+  int fetch(slot s);
   void store(slot s, int v) noexcept;
   // Spins (MPI_Win_sync + progress) until load(s) != v; returns the new value.
   int wait_while(slot s, int v);

@@ -150,10 +150,11 @@ tally_log_errors() {
   grep -E -- "$tally_log_error_re" "$1"
 }
 
-# UCX's endpoint close at MPI_Finalize over TCP can fail its flush when the peer has
-# already closed its side ("error during flush: Endpoint timeout", then "disconnect
-# failed"): a teardown race of Open MPI 4.1's osc/ucx with UCX 1.13, seen in about
-# half the runs at 4 ranks on 2 cores. After the last result it changes no figure.
+# UCX's endpoint close at MPI_Finalize over TCP sometimes fails its flush ("error
+# during flush: Endpoint timeout", then "disconnect failed"; apparently the peer had
+# closed its side first): Open MPI 4.1's osc/ucx with UCX 1.13, in 4 of 7 full
+# bench/run-local runs here (tcp, 4 ranks on 2 cores). After the last result it
+# changes no figure (docs/benchmarks.md).
 tally_log_teardown_re='error during flush: Endpoint timeout|disconnect failed: Endpoint timeout'
 
 # Prints LOG's error lines when every one of them is that teardown race and comes

@@ -54,7 +54,8 @@ class rma_mcs {
   // concurrent remote MPI_Accumulate, which a plain load is not.
   int fetch(slot s);
   void store(slot s, int v) noexcept;
-  // Spins (MPI_Win_sync + progress) until load(s) != v; returns the new value.
+  // Spins (MPI_Win_sync + progress) until s != v (`next` read by fetch, `blocked`
+  // by load); returns the new value.
   int wait_while(slot s, int v);
 
   comm_dup comm_;

@@ -60,6 +60,18 @@ check() {
   grep -Eq "\| shm( \(MPICH\))? \| 2 \| handoff" "$dir/table.md" || fail "$case: the good configuration was not reported"
 }
 
+# passes CASE FILTER [ENV...]: run-local over tcp:2 with FILTER exits 0 and writes
+# no PARTIAL; its stderr is left in OUTDIR/CASE.err, its results in OUTDIR/CASE.
+passes() {
+  local case=$1 filter=$2 dir="$out/$1" rc=0
+  shift 2
+  env "$@" TALLY_BENCH="$bench" TALLY_BENCH_CONFIGS="tcp:2" TALLY_BENCH_FILTER="$filter" \
+    TALLY_BENCH_MIN_TIME=0.002 "$run_local" "$dir" >/dev/null 2>"$dir.err" || rc=$?
+  cat "$dir.err" >&2
+  ((rc == 0)) || fail "$case: exit status $rc, not 0"
+  [ ! -e "$dir/PARTIAL" ] || fail "$case: PARTIAL written"
+}
+
 check unknown "shm:2 nosuch:2" "nosuch, 2 ranks: unknown transport"
 check ucx "shm:2 tcp:2" "tcp, 2 ranks: the log reports an MPI or transport error: [1.0]" \
   MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=ucx
@@ -79,13 +91,9 @@ done
 
 # A transport error on the first attempt only: the second attempt's results are
 # reported, exit 0, no PARTIAL, RETRIED names the first.
-dir="$out/retried" rc=0
-MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=ucx-once WRAP_MARK="$out/retried.mark" TALLY_BENCH="$bench" \
-  TALLY_BENCH_CONFIGS="tcp:2" TALLY_BENCH_FILTER='^BM_(Floor|Handoff<tally>)' TALLY_BENCH_MIN_TIME=0.002 \
-  "$run_local" "$dir" >/dev/null 2>"$dir.err" || rc=$?
-cat "$dir.err" >&2
-((rc == 0)) || fail "retried: exit status $rc, not 0"
-[ ! -e "$dir/PARTIAL" ] || fail "retried: PARTIAL written"
+passes retried '^BM_(Floor|Handoff<tally>)' \
+  MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=ucx-once WRAP_MARK="$out/retried.mark"
+dir="$out/retried"
 grep -qF "tcp, 2 ranks: the log reports an MPI or transport error: [2.0]" "$dir/RETRIED" ||
   fail "retried: RETRIED does not name the first attempt"
 grep -qF "[2.0]" "$dir/tcp-2.attempt1.log" || fail "retried: the first attempt's log was not kept"
@@ -96,13 +104,8 @@ grep -Eq "\| tcp( \(MPICH\))? \| 2 \| handoff" "$dir/table.md" || fail "retried:
 # UCX's endpoint close failing in MPI_Finalize after the last benchmark: no failure,
 # no retry, named in WARNINGS. The same lines before a result (the ucx case above)
 # are a failure.
-dir="$out/teardown" rc=0
-MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=teardown TALLY_BENCH="$bench" \
-  TALLY_BENCH_CONFIGS="tcp:2" TALLY_BENCH_FILTER='^BM_(Floor|Handoff<tally>)' TALLY_BENCH_MIN_TIME=0.002 \
-  "$run_local" "$dir" >/dev/null 2>"$dir.err" || rc=$?
-cat "$dir.err" >&2
-((rc == 0)) || fail "teardown: exit status $rc, not 0"
-[ ! -e "$dir/PARTIAL" ] || fail "teardown: PARTIAL written"
+passes teardown '^BM_(Floor|Handoff<tally>)' MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=teardown
+dir="$out/teardown"
 [ ! -e "$dir/RETRIED" ] || fail "teardown: run again"
 grep -qF "tcp, 2 ranks: UCX's endpoint close at MPI_Finalize failed after the last benchmark" "$dir/WARNINGS" ||
   fail "teardown: WARNINGS does not name it"
@@ -114,12 +117,8 @@ if [[ "$(basename -- "$real_mpiexec")" == *mpich* ]]; then
   echo "run_local_partial: ok (unknown transport, transport error in the log, timeout, stopped after some benchmarks, a retry that passes, UCX's teardown race; MPICH: no not-applicable case)"
   exit 0
 fi
-dir="$out/not-applicable" rc=0
-TALLY_BENCH="$bench" TALLY_BENCH_CONFIGS="tcp:2" TALLY_BENCH_FILTER='^BM_(Floor|Handoff<tally_node>)' \
-  TALLY_BENCH_MIN_TIME=0.002 "$run_local" "$dir" >/dev/null 2>"$dir.err" || rc=$?
-cat "$dir.err" >&2
-((rc == 0)) || fail "not-applicable: exit status $rc, not 0"
-[ ! -e "$dir/PARTIAL" ] || fail "not-applicable: PARTIAL written"
+passes not-applicable '^BM_(Floor|Handoff<tally_node>)'
+dir="$out/not-applicable"
 grep -q "Handoff | tally_node | skipped: not applicable: tally_node needs MPI_Win_allocate_shared" \
   "$dir/full.md" || fail "not-applicable: full.md does not say why tally_node was skipped"
 echo "run_local_partial: ok (unknown transport, transport error in the log, timeout, stopped after some benchmarks, a retry that passes, UCX's teardown race; not applicable is no failure)"

@@ -2,14 +2,17 @@
 //
 // The one definition of the message layout: the MPI runtime builds its committed
 // datatype from it (runtime/wire.cpp) and the simulator charges message sizes by it
-// (sim/network_model.hpp). For n ranks and p payload bytes, integers little-endian:
-//   offset 0       LN[0..n)        n x 64-bit unsigned
-//   offset 8n      queue length    1 x 32-bit signed
-//   offset 8n+4    Q[0..n)         n x 32-bit signed (the first `length` are used)
-//   offset 12n+4   payload         p bytes
-// A REQUEST is one 64-bit unsigned sequence number (the sender is the MPI source);
-// between nodes it is two: the sequence number and the asking rank. In the node
-// topology n is the number of nodes and Q names the asking rank of each node.
+// (sim/network_model.hpp). For n entries, p payload bytes and q queued ranks
+// (q < n), integers little-endian, P = p rounded up to a multiple of 4:
+//   offset 0        LN[0..n)   n x 32-bit unsigned: the low 32 bits of each LN,
+//                              widened by the receiver against its RN (token_codec.hpp)
+//   offset 4n       payload    p bytes, then P - p zero bytes
+//   offset 4n+P     Q[0..q)    q x 32-bit signed, head first
+// The message is 4n + P + 4q bytes, a whole number of 4-byte units, and as long as
+// its queue: the receiver reads q from the length. A REQUEST is one 64-bit unsigned
+// sequence number (the sender is the MPI source); between nodes it is two: the
+// sequence number and the asking rank. In the node topology n is the number of nodes
+// and Q names the asking rank of each node.
 #pragma once
 
 #include <cstddef>
@@ -18,24 +21,27 @@
 namespace tally::protocol {
 
 struct token_layout {
-  static constexpr std::size_t ln_entry = sizeof(std::uint64_t);
+  static constexpr std::size_t unit = 4;  // every token is a whole number of these
+  static constexpr std::size_t ln_entry = sizeof(std::uint32_t);
   static constexpr std::size_t queue_entry = sizeof(std::int32_t);
-  static constexpr std::size_t length_field = sizeof(std::int32_t);
 
+  static constexpr std::size_t padded(std::size_t payload) noexcept { return (payload + unit - 1) / unit * unit; }
   static constexpr std::size_t ln_offset(std::size_t) noexcept { return 0; }
-  static constexpr std::size_t length_offset(std::size_t n) noexcept { return ln_entry * n; }
-  static constexpr std::size_t queue_offset(std::size_t n) noexcept {
-    return length_offset(n) + length_field;
+  static constexpr std::size_t payload_offset(std::size_t n) noexcept { return ln_entry * n; }
+  static constexpr std::size_t queue_offset(std::size_t n, std::size_t payload) noexcept {
+    return payload_offset(n) + padded(payload);
   }
-  static constexpr std::size_t payload_offset(std::size_t n) noexcept {
-    return queue_offset(n) + queue_entry * n;
+  // The token with `queued` ranks in its queue: 4n + P + 4q bytes.
+  static constexpr std::size_t bytes(std::size_t n, std::size_t payload, std::size_t queued) noexcept {
+    return queue_offset(n, payload) + queue_entry * queued;
   }
-  // The whole token: 12n + 4 + p bytes.
-  static constexpr std::size_t bytes(std::size_t n, std::size_t payload = 0) noexcept {
-    return payload_offset(n) + payload;
+  // The longest token: n - 1 queued (none for n = 1). Receive buffers are this size.
+  static constexpr std::size_t max_bytes(std::size_t n, std::size_t payload = 0) noexcept {
+    return bytes(n, payload, n > 0 ? n - 1 : 0);
   }
 };
-static_assert(token_layout::bytes(2) == 28 && token_layout::bytes(3, 5) == 45);
+static_assert(token_layout::bytes(2, 0, 1) == 12 && token_layout::bytes(3, 5, 0) == 20 &&
+              token_layout::max_bytes(3, 5) == 28 && token_layout::max_bytes(512) == 4092);
 
 // A REQUEST message: one sequence number.
 inline constexpr std::size_t request_bytes = sizeof(std::uint64_t);

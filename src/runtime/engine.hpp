@@ -212,6 +212,7 @@ class engine : public std::enable_shared_from_this<engine> {
 template <class Event>
 protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::status allowed) {
   protocol::cohort& c = node_->cohort();
+  int token_count = 0;  // units of the token staged below
   node_->lock();
   const protocol::cohort_step s = e(c);
   node_attention_ = node_needs_me();
@@ -224,7 +225,7 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
     }
     if (s.act.token_to.value() >= 0) {
       const protocol::cohort_view& v = c.state();
-      transport_.wire().pack(std::span<const protocol::seq_t>(v.ln, static_cast<std::size_t>(node_->nodes())),
+      token_count = transport_.wire().pack(std::span<const protocol::seq_t>(v.ln, static_cast<std::size_t>(node_->nodes())),
                              std::span<const std::int32_t>(v.tq, static_cast<std::size_t>(v.h->tq_len)),
                              node_->payload(), transport_.stage_token());
     }
@@ -234,7 +235,7 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
     if (s.st == allowed) return s;
     throw error(protocol::to_errc(s.st), std::string("tally: ") + what + ": " + protocol::describe(s.st));
   }
-  if (s.act.token_to.value() >= 0) transport_.send_staged(s.act.token_to);
+  if (s.act.token_to.value() >= 0) transport_.send_staged(s.act.token_to, token_count);
   if (s.act.broadcast) transport_.broadcast(s.act.seq, s.act.requester, bcast_order_);
   return s;
 }

@@ -8,6 +8,8 @@
 // section to and packs an outgoing token (LN, queue, payload: all in the window)
 // into a send buffer; the MPI sends follow after the spinlock is released.
 #include "runtime/engine.hpp"
+
+#include "core/token_codec.hpp"
 #include "runtime/registry.hpp"
 
 namespace tally::detail {
@@ -23,7 +25,13 @@ bool engine::node_progress_locked(bool repost) {
     // straight into the window.
     transport_.read_token(spare_, node_->payload());
     transport_.repost_token();
-    node_event([&](protocol::cohort& c) { return c.on_token(me, spare_.ln, spare_.queue); }, "token received");
+    node_event(
+        [&](protocol::cohort& c) {
+          // RN is the node's shared state: LN is widened against it under the spinlock.
+          protocol::widen_ln(spare_.ln, {c.state().rn, static_cast<std::size_t>(c.shape().nodes)});
+          return c.on_token(me, spare_.ln, spare_.queue);
+        },
+        "token received");
   }
   // A local handoff is no message: an asynchronous acquisition looks at the flag.
   if (async_ && async_->st == acquisition::state::pending && entered_locked()) async_acquired_locked();

@@ -29,7 +29,7 @@ void transport::open(comm_handle comm, shape sh) {
   words_ = static_cast<int>((shape_.with_requester ? protocol::node_request_bytes : protocol::request_bytes) /
                             sizeof(std::uint64_t));
   wire_ = wire_format(shape_.token_entries, shape_.payload_bytes);
-  token_buf_.assign(wire_.bytes(), std::byte{0});
+  token_buf_.assign(wire_.max_bytes(), std::byte{0});
   const int posted = std::min(shape_.request_receives, max_posted_requests);
   recv_reqs_.assign(first_request + static_cast<std::size_t>(posted), MPI_REQUEST_NULL);
   request_bufs_.assign(static_cast<std::size_t>(posted), words{});
@@ -48,7 +48,7 @@ void transport::open(comm_handle comm, shape sh) {
 }
 
 void transport::post_token_recv() {
-  check_mpi(MPI_Irecv(token_buf_.data(), 1, wire_.type(), MPI_ANY_SOURCE, tag_token, comm_.get(),
+  check_mpi(MPI_Irecv(token_buf_.data(), wire_.max_count(), wire_.type(), MPI_ANY_SOURCE, tag_token, comm_.get(),
                       &recv_reqs_[0]),
             "MPI_Irecv(token)");
 }
@@ -79,6 +79,7 @@ transport::arrivals transport::test() {
     const auto idx = static_cast<std::size_t>(done_idx_[c]);
     if (idx == 0) {
       token = true;
+      check_mpi(MPI_Get_count(&done_status_[c], wire_.type(), &token_count_), "MPI_Get_count(token)");
       if (trace_) trace_->record(trace_log::kind::token_in, done_status_[c].MPI_SOURCE);
       continue;
     }
@@ -105,7 +106,7 @@ void transport::repost_requests() {
 }
 
 void transport::read_token(protocol::token& t, std::span<std::byte> payload) const {
-  wire_.unpack(token_buf_.data(), payload, t);
+  wire_.unpack(token_buf_.data(), token_count_, payload, t);
 }
 
 void transport::repost_token() {
@@ -135,17 +136,17 @@ std::byte* transport::stage_token() {
   auto free_slot = std::find_if(token_sends_.begin(), token_sends_.end(),
                                 [](const token_slot& s) { return s.req == MPI_REQUEST_NULL && !s.staged; });
   token_slot& slot = free_slot != token_sends_.end() ? *free_slot : token_sends_.emplace_back();
-  slot.buf.resize(wire_.bytes());
+  slot.buf.resize(wire_.max_bytes());
   slot.staged = true;
   staged_ = &slot;
   return slot.buf.data();
 }
 
-void transport::send_staged(protocol::rank_t to) {
+void transport::send_staged(protocol::rank_t to, int count) {
   token_slot& slot = *staged_;
   staged_ = nullptr;
   slot.staged = false;
-  check_mpi(MPI_Isend(slot.buf.data(), 1, wire_.type(), to.value(), tag_token, comm_.get(), &slot.req),
+  check_mpi(MPI_Isend(slot.buf.data(), count, wire_.type(), to.value(), tag_token, comm_.get(), &slot.req),
             "MPI_Isend(token)");
   sends_active_ = true;
   if (trace_) trace_->record(trace_log::kind::token_out, to.value());
@@ -153,8 +154,8 @@ void transport::send_staged(protocol::rank_t to) {
 
 void transport::send_token(protocol::rank_t to, const protocol::token& t,
                            std::span<const std::byte> payload) {
-  wire_.pack(t, payload, stage_token());
-  send_staged(to);
+  const int count = wire_.pack(t, payload, stage_token());
+  send_staged(to, count);
 }
 
 void transport::reap_sends(bool wait) {

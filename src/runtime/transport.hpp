@@ -61,7 +61,6 @@ class transport {
   // receives (the token receive at once). Throws tally::error(errc::mpi).
   void open(comm_handle comm, shape sh);
   MPI_Comm comm() const noexcept { return comm_.get(); }
-  std::size_t token_bytes() const noexcept { return wire_.bytes(); }
 
   // Tests every posted receive once. The REQUEST receives that completed stay
   // unposted until repost_requests(); the token receive until the next broadcast()
@@ -69,7 +68,8 @@ class transport {
   arrivals test();
   // Posts again every REQUEST receive that test() completed.
   void repost_requests();
-  // The token that test() reported, into `t` (its storage reused) and `payload`.
+  // The token that test() reported, into `t` (its storage reused) and `payload`;
+  // LN as the wire's 32-bit values, for the caller to widen (protocol::widen_ln).
   void read_token(protocol::token& t, std::span<std::byte> payload) const;
 
   // Posts the token receive again after test() reported a token (flat topology:
@@ -82,10 +82,11 @@ class transport {
   // peers' own order.
   void broadcast(protocol::seq_t seq, protocol::rank_t requester, std::span<const std::int32_t> order = {});
   void send_token(protocol::rank_t to, const protocol::token& t, std::span<const std::byte> payload);
-  // A token send in two halves: stage() returns a buffer of token_bytes() to fill
-  // (by wire().pack), send_staged() starts the send of the last staged buffer.
+  // A token send in two halves: stage() returns a buffer of wire().max_bytes() to
+  // fill (by wire().pack), send_staged() starts the send of the last staged buffer,
+  // `count` units of wire().type() as pack returned.
   std::byte* stage_token();
-  void send_staged(protocol::rank_t to);
+  void send_staged(protocol::rank_t to, int count);
   const wire_format& wire() const noexcept { return wire_; }
 
   // Completes the sends that finished; with `wait`, blocks until all did.
@@ -128,6 +129,7 @@ class transport {
   std::vector<MPI_Request> recv_reqs_;
   std::vector<words> request_bufs_;
   std::vector<std::byte> token_buf_;
+  int token_count_ = 0;  // units of wire_.type() in the token test() reported
   std::vector<int> done_idx_;
   std::vector<MPI_Status> done_status_;
   std::vector<request_arrival> arrived_;

@@ -43,6 +43,13 @@ struct token_layout {
 static_assert(token_layout::bytes(2, 0, 1) == 12 && token_layout::bytes(3, 5, 0) == 20 &&
               token_layout::max_bytes(3, 5) == 28 && token_layout::max_bytes(512) == 4092);
 
+// A broadcast's REQUESTs are posted this many at a time, the next window on the
+// sender's next progress step (runtime/transport.cpp): a token the sender passes on
+// meanwhile leaves after the current window, ahead of the rest, and the simulator
+// charges it so (sim/des_impl.hpp). Every REQUEST is still sent, in order per peer.
+// $TALLY_BROADCAST_WINDOW overrides it in the runtime, --broadcast-window in tally-sim.
+inline constexpr std::size_t broadcast_window = 16;
+
 // A REQUEST message: one sequence number.
 inline constexpr std::size_t request_bytes = sizeof(std::uint64_t);
 // A REQUEST between nodes (topology::node, core/cohort.hpp): the sequence number and

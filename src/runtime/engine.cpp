@@ -62,6 +62,7 @@ bool engine::progress_locked(bool repost) {
         peer_.mode() == protocol::mode::in_cs)
       async_acquired_locked();
   }
+  transport_.pump();  // after any token send: the token overtakes the rest
   // Sends are reaped by polls that found nothing, off the path from a message's
   // arrival to what it triggers (or when slots pile up).
   if (transport_.sends_active() && (!a.any() || transport_.send_slots() > 8))

@@ -46,6 +46,18 @@ std::chrono::steady_clock::duration wait_warning(const options& o) {
   return seconds(30);
 }
 
+// REQUESTs posted per progress step: $TALLY_BROADCAST_WINDOW (a positive
+// integer), else protocol::broadcast_window.
+std::size_t broadcast_window() {
+  if (const char* env = std::getenv("TALLY_BROADCAST_WINDOW")) {
+    char* end = nullptr;
+    const long w = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && w > 0 && w <= (1L << 30)) return static_cast<std::size_t>(w);
+    std::fprintf(stderr, "tally: ignoring TALLY_BROADCAST_WINDOW='%s' (a positive integer)\n", env);
+  }
+  return protocol::broadcast_window;
+}
+
 // topology::automatic as $TALLY_TOPOLOGY says (flat, node or auto), else unchanged.
 topology resolve_topology(topology t) {
   if (t != topology::automatic) return t;
@@ -169,6 +181,7 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   }
   transport::shape sh;
   sh.payload_bytes = opts.payload_bytes;
+  sh.window = broadcast_window();
   if (node_) {
     sh.token_entries = node_->nodes();
     sh.with_requester = true;

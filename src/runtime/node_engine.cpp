@@ -35,6 +35,7 @@ bool engine::node_progress_locked(bool repost) {
   }
   // A local handoff is no message: an asynchronous acquisition looks at the flag.
   if (async_ && async_->st == acquisition::state::pending && entered_locked()) async_acquired_locked();
+  transport_.pump();  // after any token send: the token overtakes the rest
   if (transport_.sends_active() && (!a.any() || transport_.send_slots() > 8)) transport_.reap_sends(false);
   return a.any();
 }

@@ -2,7 +2,9 @@
 //
 // Contract. A transport owns the duplicate communicator (MPI_ERRORS_RETURN set),
 // the committed token datatype, the posted receives and every send it starts:
-//   - REQUEST = MPI_UINT64_T words, tag 1, MPI_Isend to every broadcast peer.
+//   - REQUEST = MPI_UINT64_T words, tag 1, MPI_Isend to every broadcast peer,
+//     shape().window at a time: broadcast() posts the first window,
+//     pump() one more per call, so a token sent in between overtakes the rest.
 //     Flat topology: one word (the sequence number), the requester is the MPI
 //     source. Node topology: two words (sequence number, the rank that should
 //     receive the token), sent to the other nodes' leaders only.
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "core/protocol.hpp"
+#include "core/token_layout.hpp"
 #include "runtime/handles.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/wire.hpp"
@@ -56,6 +59,7 @@ class transport {
     bool with_requester = false;     // REQUEST carries the requester (node topology)
     int request_receives = 0;        // REQUEST receives to keep posted (0: none)
     std::vector<int> peers;          // where a broadcast goes, in sending order
+    std::size_t window = protocol::broadcast_window;  // REQUESTs posted per step (>= 1)
   };
   // Takes the duplicate communicator, commits the token datatype and posts the
   // receives (the token receive at once). Throws tally::error(errc::mpi).
@@ -80,7 +84,12 @@ class transport {
   // if it is not posted.
   // `order`: indices into shape().peers, each once, in sending order; empty: the
   // peers' own order.
+  // A broadcast still partly unposted is posted whole first (per peer, REQUESTs
+  // leave in sequence order).
   void broadcast(protocol::seq_t seq, protocol::rank_t requester, std::span<const std::int32_t> order = {});
+  // Posts the next window of a broadcast not yet wholly posted, if any. The engine
+  // calls it on every progress step, after the token's send.
+  void pump();
   void send_token(protocol::rank_t to, const protocol::token& t, std::span<const std::byte> payload);
   // A token send in two halves: stage() returns a buffer of wire().max_bytes() to
   // fill (by wire().pack), send_staged() starts the send of the last staged buffer,
@@ -137,8 +146,14 @@ class transport {
 
   struct bcast_slot {  // one broadcast: a send of the same words to every peer
     words msg{};
+    std::vector<int> to;  // destination ranks, in sending order
+    std::size_t posted = 0;  // to[0, posted) have been posted (reqs[k] for to[k])
     std::vector<MPI_Request> reqs;
+    bool partial() const noexcept { return posted < to.size(); }
   };
+  // Posts up to `count` more of b's sends.
+  void post_window(bcast_slot& b, std::size_t count);
+  bcast_slot* partial_ = nullptr;  // the broadcast not yet wholly posted, if any
   struct token_slot {  // one token send
     std::vector<std::byte> buf;
     MPI_Request req = MPI_REQUEST_NULL;

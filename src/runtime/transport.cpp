@@ -116,7 +116,6 @@ void transport::repost_token() {
 void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::span<const std::int32_t> order) {
   if (recv_reqs_.empty()) return;  // opened without peers
   if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();  // before anyone can answer
-  if (partial_) post_window(*partial_, partial_->to.size());
   auto free_slot = std::find_if(bcasts_.begin(), bcasts_.end(),
                                 [](const bcast_slot& b) { return !b.partial() && all_null(b.reqs); });
   bcast_slot& slot = free_slot != bcasts_.end() ? *free_slot : bcasts_.emplace_back();
@@ -127,6 +126,7 @@ void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::
   slot.posted = 0;
   slot.msg = {seq.value(), static_cast<std::uint64_t>(static_cast<std::int64_t>(requester.value()))};
   post_window(slot, shape_.window);
+  if (slot.partial()) partial_.push_back(&slot);
   sends_active_ = true;
   if (trace_) trace_->record(trace_log::kind::request, -1, seq.value());
 }
@@ -137,11 +137,13 @@ void transport::post_window(bcast_slot& b, std::size_t count) {
     check_mpi(MPI_Isend(b.msg.data(), words_, MPI_UINT64_T, b.to[b.posted], tag_request, comm_.get(),
                         &b.reqs[b.posted]),
               "MPI_Isend(REQUEST)");
-  partial_ = b.partial() ? &b : nullptr;
 }
 
 void transport::pump() {
-  if (partial_) post_window(*partial_, shape_.window);
+  if (partial_.empty()) return;
+  bcast_slot& b = *partial_.back();  // the newest first: older ones carry older news
+  post_window(b, shape_.window);
+  if (!b.partial()) partial_.pop_back();
 }
 
 std::byte* transport::stage_token() {
@@ -193,7 +195,7 @@ void transport::reap_sends(bool wait) {
 }
 
 bool transport::sends_pending() const noexcept {
-  return partial_ != nullptr ||
+  return !partial_.empty() ||
          !std::all_of(bcasts_.begin(), bcasts_.end(), [](const bcast_slot& b) { return all_null(b.reqs); }) ||
          std::any_of(token_sends_.begin(), token_sends_.end(),
                      [](const token_slot& s) { return s.req != MPI_REQUEST_NULL; });
@@ -230,7 +232,7 @@ void transport::abandon() noexcept {
     if (t.req != MPI_REQUEST_NULL) MPI_Request_free(&t.req);
   // Their buffers may still be read by MPI after this object is gone: moved to the
   // heap and kept (a deque's move keeps every element where it is). Faults only.
-  partial_ = nullptr;  // its remaining REQUESTs are never sent
+  partial_.clear();  // their remaining REQUESTs are never sent
   (void)new (std::nothrow) std::deque<bcast_slot>(std::move(bcasts_));
   (void)new (std::nothrow) std::deque<token_slot>(std::move(token_sends_));
   sends_active_ = false;

@@ -84,11 +84,12 @@ class transport {
   // if it is not posted.
   // `order`: indices into shape().peers, each once, in sending order; empty: the
   // peers' own order.
-  // A broadcast still partly unposted is posted whole first (per peer, REQUESTs
-  // leave in sequence order).
+  // The first window leaves at once, ahead of what earlier broadcasts have not
+  // posted yet (stale news: a peer may see sequence numbers out of order, which
+  // Suzuki–Kasami's RN = max(RN, seq) absorbs).
   void broadcast(protocol::seq_t seq, protocol::rank_t requester, std::span<const std::int32_t> order = {});
-  // Posts the next window of a broadcast not yet wholly posted, if any. The engine
-  // calls it on every progress step, after the token's send.
+  // Posts the next window of the newest broadcast not yet wholly posted, if any.
+  // The engine calls it on every progress step, after the token's send.
   void pump();
   void send_token(protocol::rank_t to, const protocol::token& t, std::span<const std::byte> payload);
   // A token send in two halves: stage() returns a buffer of wire().max_bytes() to
@@ -153,7 +154,7 @@ class transport {
   };
   // Posts up to `count` more of b's sends.
   void post_window(bcast_slot& b, std::size_t count);
-  bcast_slot* partial_ = nullptr;  // the broadcast not yet wholly posted, if any
+  std::vector<bcast_slot*> partial_;  // broadcasts not yet wholly posted, oldest first
   struct token_slot {  // one token send
     std::vector<std::byte> buf;
     MPI_Request req = MPI_REQUEST_NULL;

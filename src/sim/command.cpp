@@ -48,9 +48,12 @@ constexpr const char* help_tail = R"(  --requests-per-rank R     critical sectio
   --latency T               L: wire latency
   --overhead T              o: CPU time per message, at sender and receiver
   --gap T                   g: minimum time between two sends of one rank
-  --byte-time T             G: time per payload byte (the token is 12N+4 bytes)
+  --byte-time T             G: time per payload byte (the token is 4N+4q bytes)
   --eager-limit BYTES       E: larger messages take the rendezvous protocol
   --rendezvous T            R: extra latency of a message over E bytes
+  --broadcast-window W      a token sent during the sender's own broadcast leaves
+                            after the current window of W REQUESTs (default 16,
+                            as the runtime's); 0: after the whole broadcast
   --ranks-per-node R        ranks [kR, (k+1)R) share node k: a message between two
                             of them costs the shm preset's, not the network's
                             (default: one rank per node); two-level needs it
@@ -150,6 +153,7 @@ options parse(const std::vector<std::string>& args) {
   std::optional<double> byte_time;
   std::optional<std::uint64_t> eager;
   std::optional<ps_t> rendezvous;
+  std::optional<std::uint64_t> window;
   std::string algo = "suzuki-kasami";
   duration_dist cs{duration_dist::shape::fixed, 1'000'000, 0}, think;
   std::uint64_t seed = 1;
@@ -199,6 +203,7 @@ options parse(const std::vector<std::string>& args) {
     else if (opt == "--byte-time") byte_time = parse_time(opt, value());
     else if (opt == "--eager-limit") eager = parse_uint(opt, value(), 0, UINT64_MAX);
     else if (opt == "--rendezvous") rendezvous = parse_ps(opt, value());
+    else if (opt == "--broadcast-window") window = parse_uint(opt, value(), 0, 1u << 30);
     else if (opt == "--seed") seed = parse_uint(opt, value(), 0, UINT64_MAX);
     else if (opt == "--ranks-per-node") per_node = parse_uint(opt, value(), 1, 1u << 24);
     else if (opt == "--pass-bound") bound = parse_uint(opt, value(), 1, 1u << 20);
@@ -232,6 +237,7 @@ options parse(const std::vector<std::string>& args) {
   if (byte_time) c.net.byte_time = *byte_time;
   if (eager) c.net.eager_limit = *eager;
   if (rendezvous) c.net.rendezvous = *rendezvous;
+  if (window) c.net.window = *window;
 
   if (per_node) {
     if (*ranks % *per_node != 0)

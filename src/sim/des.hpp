@@ -242,6 +242,15 @@ class scheduler {
   // Point-to-point message (priced by link(from, to)).
   void send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
             std::uint64_t val = 0);
+  // The same, for a token that overtakes the unposted part of the sender's own
+  // broadcast or multicast (the runtime posts it network().window sends per
+  // progress step): it starts at the end of the window being injected. The cast's
+  // remaining deliveries keep their times (in the runtime they come one token slot
+  // later: the model is that much early for them); the port stays busy for both.
+  // A new broadcast or multicast cuts in the same way, ahead of the previous one's
+  // rest, as the runtime posts the newest broadcast's windows first.
+  void send_ahead(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
+                  std::uint64_t val = 0);
   // Not a message: `to` learns something through shared memory `delay` after now
   // (a grant inside a node). Delivered to the model as kind k; not counted, no port.
   void wake(std::int32_t from, std::int32_t to, msg_kind k, ps_t delay, std::uint64_t val = 0);
@@ -279,6 +288,10 @@ class scheduler {
   void schedule_in(ps_t delay, event::type what, msg_kind k, std::int32_t a, std::int32_t b,
                    std::uint64_t val);
   ps_t reserve_port(std::int32_t from, ps_t busy);
+  // Where network().window applies (the port busy with a cast, nothing behind it):
+  // sets `start` to the end of the cast's current window, keeps the port busy
+  // `busy` longer, and returns true.
+  bool cut_in(std::int32_t from, ps_t busy, ps_t& start);
   void start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::int32_t count,
                   std::uint32_t list, std::uint64_t val);
   std::int32_t recipient(const detail::cast& c) const noexcept;
@@ -308,6 +321,10 @@ class scheduler {
   std::vector<std::uint32_t> free_lists_;
   std::vector<std::vector<std::int32_t>> spare_lists_;
 
+  struct cast_span {  // the last cast a rank started: its injections' start, slot and end
+    ps_t start = 0, slot = 0, end = 0;
+  };
+  std::vector<cast_span> casting_;
   std::vector<ps_t> tx_, rx_;            // send port / receive handler free at
   std::vector<ps_t> issued_at_;          // outstanding request's time
   std::vector<std::uint8_t> requesting_;

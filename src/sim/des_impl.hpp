@@ -17,6 +17,7 @@ scheduler<Model>::scheduler(const network_params& net, workload w, Args&&... mod
       model_((validate(w_), w_.ranks), w_.active, std::forward<Args>(model_args)...) {
   const auto n = static_cast<std::size_t>(n_);
   tx_.assign(n, 0);
+  casting_.assign(n, cast_span{});
   rx_.assign(n, 0);
   issued_at_.assign(n, 0);
   requesting_.assign(n, 0);
@@ -88,6 +89,33 @@ void scheduler<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std:
 }
 
 template <class Model>
+bool scheduler<Model>::cut_in(std::int32_t from, ps_t busy, ps_t& start) {
+  const auto f = static_cast<std::size_t>(from);
+  const cast_span c = casting_[f];
+  ps_t& port = tx_[f];
+  // Only while the port is busy with a cast and nothing queued behind it.
+  if (net_.window == 0 || port <= now_ || port != c.end) return false;
+  const ps_t w = static_cast<ps_t>(net_.window) * c.slot;
+  const ps_t windows = now_ <= c.start ? 1 : (now_ - c.start + w - 1) / w;
+  start = std::max(now_, std::min(c.end, c.start + std::max<ps_t>(windows, 1) * w));
+  port = c.end + busy;
+  casting_[f].end = port;  // the cast's rest leaves `busy` later: later sends cut in again
+  return true;
+}
+
+template <class Model>
+void scheduler<Model>::send_ahead(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
+                                  std::uint64_t val) {
+  const network_params& p = link(from, to);
+  ps_t start = 0;
+  if (!cut_in(from, p.slot(bytes), start)) return send(from, to, k, bytes, val);
+  const auto ki = static_cast<std::size_t>(k);
+  ++r_.messages[ki];
+  r_.bytes[ki] += bytes;
+  schedule(start + p.transit(bytes), event::type::arrive, k, from, to, val);
+}
+
+template <class Model>
 void scheduler<Model>::wake(std::int32_t from, std::int32_t to, msg_kind k, ps_t delay,
                          std::uint64_t val) {
   schedule_in(delay, event::type::handle, k, from, to, val);
@@ -108,7 +136,11 @@ template <class Model>
 void scheduler<Model>::start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes,
                                std::int32_t count, std::uint32_t list, std::uint64_t val) {
   const ps_t slot = net_.slot(bytes);
-  const ps_t start = reserve_port(from, slot * count);
+  // A new cast cuts in ahead of the unposted rest of the rank's previous one.
+  ps_t start = 0;
+  const bool cut = cut_in(from, slot * count, start);
+  if (!cut) start = reserve_port(from, slot * count);
+  casting_[static_cast<std::size_t>(from)] = {start, slot, cut ? tx_[static_cast<std::size_t>(from)] : start + slot * count};
   const auto ki = static_cast<std::size_t>(k);
   r_.messages[ki] += static_cast<std::uint64_t>(count);
   r_.bytes[ki] += bytes * static_cast<std::uint64_t>(count);

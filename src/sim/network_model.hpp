@@ -9,6 +9,9 @@
 // The protocol sees the message at h. A broadcast to k ranks is k back-to-back
 // sends: recipient p (0-based) starts at s + p*slot(b). E and R model MPI's switch
 // from eager to rendezvous protocol: a message over E bytes waits for a handshake.
+// W models tally's windowed broadcast: a token the sender passes on while its own
+// broadcast is being injected starts at the end of the current window of W sends
+// (scheduler::send_ahead), not after the whole broadcast.
 #pragma once
 
 #include <algorithm>
@@ -28,6 +31,7 @@ struct network_params {
   double byte_time = 0.0;   // G: picoseconds per payload byte (1/bandwidth)
   std::uint64_t eager_limit = UINT64_MAX;  // E: largest message sent eagerly, bytes
   ps_t rendezvous = 0;      // R: extra latency of a message over E bytes
+  std::uint64_t window = protocol::broadcast_window;  // W: 0 = the token waits for the whole broadcast
 
   // Injection time of the payload, rounded to the picosecond.
   ps_t wire(std::uint64_t bytes) const noexcept {

@@ -209,6 +209,72 @@ TEST(SuzukiKasami, RanksThatNeverRequestAreCountedNotInstantiated) {
 
 // --- the network model, to the picosecond ------------------------------------------
 
+// A model that exercises the window alone: rank 1's lock broadcasts a REQUEST to
+// every other rank and at once sends rank 2 a 1,000-byte token (send_ahead) or,
+// with AsCast, a second multicast of one 8-byte REQUEST; rank 2 answers either with
+// a GRANT. Other REQUESTs are ignored.
+template <bool AsCast>
+struct cast_and_token {
+  static constexpr const char* name = "cast-and-token";
+  static constexpr msg_kind kinds[] = {msg_kind::request, msg_kind::token, msg_kind::grant};
+  cast_and_token(std::int32_t, const std::vector<std::int32_t>&) {}
+  bool sink(std::int32_t) const noexcept { return false; }
+  void prefetch(std::int32_t, std::int32_t) const noexcept {}
+  std::uint64_t local_entries(const raw_results&) const noexcept { return 0; }
+  template <class E>
+  void lock(E& e, std::int32_t i) {
+    e.broadcast(i, msg_kind::request, request_bytes, 0);
+    if (AsCast)
+      e.multicast(i, msg_kind::request, request_bytes, {2}, 1);
+    else
+      e.send_ahead(i, 2, msg_kind::token, 1000);
+  }
+  template <class E>
+  void unlock(E&, std::int32_t) {}
+  template <class E>
+  void deliver(E& e, const message& m) {
+    if (m.kind == msg_kind::token || (m.kind == msg_kind::request && m.val == 1)) e.send(m.to, 1, msg_kind::grant, 0);
+    if (m.kind == msg_kind::grant) e.enter(m.to);
+  }
+  template <class E>
+  void finish(const E&) const {}
+};
+
+TEST(NetworkModel, ATokenOvertakesTheRestOfItsSendersBroadcastAfterOneWindow) {
+  // 41 ranks: rank 1's broadcast is 40 REQUESTs. The token leaves after the first
+  // window of W, or after all 40 when W is 0 (no windows) or covers them all.
+  for (std::uint64_t window : {16u, 4u, 0u, 64u}) {
+    network_params p = net_a();
+    p.window = window;
+    workload w = per_rank(41, 1);
+    w.active = {1};
+    scheduler<cast_and_token<false>> e(p, w);
+    const raw_results r = e.run();
+    const ps_t slot = p.slot(request_bytes);
+    const std::uint64_t ahead = window == 0 ? 40 : std::min<std::uint64_t>(window, 40);
+    ASSERT_EQ(r.waits.size(), 1u);
+    EXPECT_EQ(r.waits[0], static_cast<ps_t>(ahead) * slot + p.transit(1000) + p.transit(0)) << "W=" << window;
+    EXPECT_EQ(msgs(r, msg_kind::request), 40u);
+  }
+}
+
+TEST(NetworkModel, ANewBroadcastCutsInAheadOfTheRestOfTheLastOne) {
+  // As above, the second message being a one-recipient multicast (a new broadcast).
+  for (std::uint64_t window : {16u, 0u}) {
+    network_params p = net_a();
+    p.window = window;
+    workload w = per_rank(41, 1);
+    w.active = {1};
+    scheduler<cast_and_token<true>> e(p, w);
+    const raw_results r = e.run();
+    const ps_t slot = p.slot(request_bytes);
+    const ps_t ahead = window == 0 ? 40 : 16;
+    ASSERT_EQ(r.waits.size(), 1u);
+    EXPECT_EQ(r.waits[0], ahead * slot + p.transit(request_bytes) + p.transit(0)) << "W=" << window;
+    EXPECT_EQ(msgs(r, msg_kind::request), 41u);
+  }
+}
+
 TEST(NetworkModel, OneSuzukiKasamiRequestCrossesTheRotatingBroadcast) {
   // Rank k asks alone; rank 0 holds the token idle. The broadcast goes k+1, k+2, ...
   // so rank 0 is recipient p = n-1-k; it hands the token back at once.

@@ -46,7 +46,8 @@ static_assert(token_layout::bytes(2, 0, 1) == 12 && token_layout::bytes(3, 5, 0)
 // A broadcast's REQUESTs are posted this many at a time, the next window on the
 // sender's next progress step (runtime/transport.cpp): a token the sender passes on
 // meanwhile leaves after the current window, ahead of the rest, and the simulator
-// charges it so (sim/des_impl.hpp). Every REQUEST is still sent, in order per peer.
+// charges it so (sim/des_impl.hpp). Every REQUEST is still sent; a newer
+// broadcast's windows go first.
 // $TALLY_BROADCAST_WINDOW overrides it in the runtime, --broadcast-window in tally-sim.
 inline constexpr std::size_t broadcast_window = 16;
 

@@ -240,38 +240,45 @@ struct cast_and_token {
   void finish(const E&) const {}
 };
 
+// Rank 1's wait in cast_and_token<AsCast> at 41 ranks (a broadcast of 40 REQUESTs)
+// under window W; `requests` gets the REQUEST count.
+template <bool AsCast>
+ps_t lone_wait(const network_params& base, std::uint64_t window, std::uint64_t& requests) {
+  network_params p = base;
+  p.window = window;
+  workload w = per_rank(41, 1);
+  w.active = {1};
+  scheduler<cast_and_token<AsCast>> e(p, w);
+  const raw_results r = e.run();
+  requests = msgs(r, msg_kind::request);
+  EXPECT_EQ(r.waits.size(), 1u);
+  return r.waits.empty() ? -1 : r.waits[0];
+}
+
 TEST(NetworkModel, ATokenOvertakesTheRestOfItsSendersBroadcastAfterOneWindow) {
-  // 41 ranks: rank 1's broadcast is 40 REQUESTs. The token leaves after the first
-  // window of W, or after all 40 when W is 0 (no windows) or covers them all.
+  // The token leaves after the first window of W, or after all 40 when W is 0 (no
+  // windows) or covers them all.
+  const network_params p = net_a();
+  const ps_t slot = p.slot(request_bytes);
   for (std::uint64_t window : {16u, 4u, 0u, 64u}) {
-    network_params p = net_a();
-    p.window = window;
-    workload w = per_rank(41, 1);
-    w.active = {1};
-    scheduler<cast_and_token<false>> e(p, w);
-    const raw_results r = e.run();
-    const ps_t slot = p.slot(request_bytes);
-    const std::uint64_t ahead = window == 0 ? 40 : std::min<std::uint64_t>(window, 40);
-    ASSERT_EQ(r.waits.size(), 1u);
-    EXPECT_EQ(r.waits[0], static_cast<ps_t>(ahead) * slot + p.transit(1000) + p.transit(0)) << "W=" << window;
-    EXPECT_EQ(msgs(r, msg_kind::request), 40u);
+    std::uint64_t requests = 0;
+    const ps_t ahead = window == 0 ? 40 : static_cast<ps_t>(std::min<std::uint64_t>(window, 40));
+    EXPECT_EQ(lone_wait<false>(p, window, requests), ahead * slot + p.transit(1000) + p.transit(0))
+        << "W=" << window;
+    EXPECT_EQ(requests, 40u);
   }
 }
 
 TEST(NetworkModel, ANewBroadcastCutsInAheadOfTheRestOfTheLastOne) {
   // As above, the second message being a one-recipient multicast (a new broadcast).
+  const network_params p = net_a();
+  const ps_t slot = p.slot(request_bytes);
   for (std::uint64_t window : {16u, 0u}) {
-    network_params p = net_a();
-    p.window = window;
-    workload w = per_rank(41, 1);
-    w.active = {1};
-    scheduler<cast_and_token<true>> e(p, w);
-    const raw_results r = e.run();
-    const ps_t slot = p.slot(request_bytes);
+    std::uint64_t requests = 0;
     const ps_t ahead = window == 0 ? 40 : 16;
-    ASSERT_EQ(r.waits.size(), 1u);
-    EXPECT_EQ(r.waits[0], ahead * slot + p.transit(request_bytes) + p.transit(0)) << "W=" << window;
-    EXPECT_EQ(msgs(r, msg_kind::request), 41u);
+    EXPECT_EQ(lone_wait<true>(p, window, requests), ahead * slot + p.transit(request_bytes) + p.transit(0))
+        << "W=" << window;
+    EXPECT_EQ(requests, 41u);
   }
 }
 

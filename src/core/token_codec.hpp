@@ -7,7 +7,7 @@
 // receiver's RN. That is exact while |LN[j] - RN[j]| < 2^31, which holds: LN[j] >=
 // RN[j] - 1 (a participant asks again only after its last request was served, and
 // the one token's LN entries never decrease), and LN[j] - RN[j] is at most the
-// number of j's REQUESTs not yet handled by the receiver (docs/design.md, "Wire").
+// number of j's REQUESTs not yet handled by the receiver (docs/design.md, "Transport").
 #pragma once
 
 #include <cstddef>

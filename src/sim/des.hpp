@@ -239,18 +239,19 @@ class scheduler {
   ps_t now() const noexcept { return now_; }
   std::int32_t size() const noexcept { return n_; }
   const network_params& network() const noexcept { return net_; }
-  // Point-to-point message (priced by link(from, to)).
-  void send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
-            std::uint64_t val = 0);
-  // The same, for a token that overtakes the unposted part of the sender's own
-  // broadcast or multicast (the runtime posts it network().window sends per
-  // progress step): it starts at the end of the window being injected. The cast's
+  // Point-to-point message (priced by link(from, to)). With `ahead` (send_ahead),
+  // a token that overtakes the unposted part of the sender's own broadcast or
+  // multicast (the runtime posts it network().window sends per progress step): it
+  // starts at the end of the window being injected. The cast's
   // remaining deliveries keep their times (in the runtime they come one token slot
   // later: the model is that much early for them); the port stays busy for both.
   // A new broadcast or multicast cuts in the same way, ahead of the previous one's
   // rest, as the runtime posts the newest broadcast's windows first.
-  void send_ahead(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
-                  std::uint64_t val = 0);
+  void send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
+            std::uint64_t val = 0, bool ahead = false);
+  void send_ahead(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes) {
+    send(from, to, k, bytes, 0, true);
+  }
   // Not a message: `to` learns something through shared memory `delay` after now
   // (a grant inside a node). Delivered to the model as kind k; not counted, no port.
   void wake(std::int32_t from, std::int32_t to, msg_kind k, ps_t delay, std::uint64_t val = 0);

@@ -76,9 +76,10 @@ ps_t scheduler<Model>::reserve_port(std::int32_t from, ps_t busy) {
 
 template <class Model>
 void scheduler<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
-                         std::uint64_t val) {
+                         std::uint64_t val, bool ahead) {
   const network_params& p = link(from, to);
-  const ps_t start = reserve_port(from, p.slot(bytes));
+  ps_t start = 0;
+  if (!ahead || !cut_in(from, p.slot(bytes), start)) start = reserve_port(from, p.slot(bytes));
   const auto ki = static_cast<std::size_t>(k);
   ++r_.messages[ki];
   r_.bytes[ki] += bytes;
@@ -104,18 +105,6 @@ bool scheduler<Model>::cut_in(std::int32_t from, ps_t busy, ps_t& start) {
 }
 
 template <class Model>
-void scheduler<Model>::send_ahead(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
-                                  std::uint64_t val) {
-  const network_params& p = link(from, to);
-  ps_t start = 0;
-  if (!cut_in(from, p.slot(bytes), start)) return send(from, to, k, bytes, val);
-  const auto ki = static_cast<std::size_t>(k);
-  ++r_.messages[ki];
-  r_.bytes[ki] += bytes;
-  schedule(start + p.transit(bytes), event::type::arrive, k, from, to, val);
-}
-
-template <class Model>
 void scheduler<Model>::wake(std::int32_t from, std::int32_t to, msg_kind k, ps_t delay,
                          std::uint64_t val) {
   schedule_in(delay, event::type::handle, k, from, to, val);
@@ -138,9 +127,8 @@ void scheduler<Model>::start_cast(std::int32_t from, msg_kind k, std::uint64_t b
   const ps_t slot = net_.slot(bytes);
   // A new cast cuts in ahead of the unposted rest of the rank's previous one.
   ps_t start = 0;
-  const bool cut = cut_in(from, slot * count, start);
-  if (!cut) start = reserve_port(from, slot * count);
-  casting_[static_cast<std::size_t>(from)] = {start, slot, cut ? tx_[static_cast<std::size_t>(from)] : start + slot * count};
+  if (!cut_in(from, slot * count, start)) start = reserve_port(from, slot * count);
+  casting_[static_cast<std::size_t>(from)] = {start, slot, tx_[static_cast<std::size_t>(from)]};
   const auto ki = static_cast<std::size_t>(k);
   r_.messages[ki] += static_cast<std::uint64_t>(count);
   r_.bytes[ki] += bytes * static_cast<std::uint64_t>(count);

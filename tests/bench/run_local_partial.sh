@@ -79,7 +79,7 @@ check hang "shm:2 tcp:2" "tcp, 2 ranks: stopped after 5 s (TALLY_BENCH_TIMEOUT)"
   MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=hang TALLY_BENCH_TIMEOUT=5
 # Stopped after some benchmarks finished: those are kept and reported.
 check cut "shm:2 tcp:2" "finished benchmark(s) are reported" \
-  MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=cut TALLY_BENCH_TIMEOUT=20 TALLY_BENCH_RETRIES=0
+  MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=cut TALLY_BENCH_TIMEOUT=10 TALLY_BENCH_RETRIES=0
 grep -Eq "\| tcp( \(MPICH\))? \| 2 \| handoff" "$out/cut/table.md" || fail "cut: the finished benchmarks of the stopped run were not reported"
 
 for case in ucx hang; do

@@ -105,17 +105,26 @@ TEST_P(TimedProgress, TimedLockTimesOutAndLateTokenIsKeptIdle) {
 TEST_P(TimedProgress, HugeAndNegativeTimeoutsSaturate) {
   // hours::max() and time_point::max() overflow a naive now() + timeout into the
   // past, which would time out at once: they must wait for the token instead. A
-  // negative timeout is zero: one attempt. Rank 0 holds the lock until the others
-  // have made that attempt.
+  // negative timeout is zero: one attempt. Rank 0 takes the lock, then lets the
+  // others make that attempt, and holds it until they have. (Without the first
+  // signal an attempt could come before rank 0's lock and rightly win the idle
+  // token: the sanitizer builds' hang, docs/design.md, "Known environment issue".)
   tally::mutex m(MPI_COMM_WORLD, opts());
   const int n = world_size(), me = world_rank();
   if (me == 0) {
     EXPECT_TRUE(m.try_lock_for(std::chrono::hours::max()));  // the idle holder: at once
+    for (int r = 1; r < n; ++r) signal(r);
     for (int r = 1; r < n; ++r) await_signal(r);
     m.unlock();
   } else {
-    EXPECT_FALSE(m.try_lock_for(std::chrono::seconds(-5)));
-    EXPECT_FALSE(m.try_lock_until(std::chrono::system_clock::time_point::min()));  // no overflow
+    await_signal(0);  // rank 0 is in the critical section
+    // An attempt that wrongly enters fails the test and leaves again, not hangs it.
+    const bool negative = m.try_lock_for(std::chrono::seconds(-5));
+    EXPECT_FALSE(negative);
+    if (negative) m.unlock();
+    const bool min = m.try_lock_until(std::chrono::system_clock::time_point::min());  // no overflow
+    EXPECT_FALSE(min);
+    if (min) m.unlock();
     signal(0);
     EXPECT_TRUE(m.try_lock_for(std::chrono::hours::max()));
     m.unlock();

@@ -19,44 +19,50 @@ verdict refused(const char* what, rank_t at, protocol::status st) {
 }  // namespace
 
 cohort_world::cohort_world(std::vector<std::int32_t> sizes, std::int32_t owner_node,
-                           std::uint32_t pass_bound)
-    : sizes_(std::move(sizes)), bound_(pass_bound) {
-  if (sizes_.empty()) throw error(errc::arg, "tally-sim: need at least one node");
-  for (std::int32_t s : sizes_)
+                           std::uint32_t pass_bound) {
+  auto sh = std::make_shared<shape>();
+  shape_ = sh;
+  sh->sizes = std::move(sizes);
+  sh->bound = pass_bound;
+  if (sh->sizes.empty()) throw error(errc::arg, "tally-sim: need at least one node");
+  for (std::int32_t s : sh->sizes)
     if (s < 1) throw error(errc::arg, "tally-sim: every node needs at least one rank");
   if (owner_node < 0 || owner_node >= nodes())
     throw error(errc::arg, "tally-sim: owner node " + std::to_string(owner_node) + " out of range");
   for (std::int32_t k = 0; k < nodes(); ++k) {
-    first_.push_back(static_cast<std::int32_t>(node_of_.size()));
-    node_of_.insert(node_of_.end(), static_cast<std::size_t>(sizes_[static_cast<std::size_t>(k)]), k);
+    sh->first.push_back(static_cast<std::int32_t>(sh->node_of.size()));
+    sh->node_of.insert(sh->node_of.end(), static_cast<std::size_t>(sh->sizes[static_cast<std::size_t>(k)]), k);
   }
-  ranks_.resize(node_of_.size());
-  std::iota(ranks_.begin(), ranks_.end(), 0);
-  const std::int32_t widest = *std::max_element(sizes_.begin(), sizes_.end());
-  layout_ = protocol::cohort_layout::of(nodes(), widest);
-  stride_ = layout_.bytes;
-  mem_.assign(stride_ / 8 * static_cast<std::size_t>(nodes()), 0);
+  sh->ranks.resize(sh->node_of.size());
+  std::iota(sh->ranks.begin(), sh->ranks.end(), 0);
+  const std::int32_t widest = *std::max_element(sh->sizes.begin(), sh->sizes.end());
+  sh->layout = protocol::cohort_layout::of(nodes(), widest);
+  sh->stride = sh->layout.bytes;
+  mem_.assign(sh->stride / 8 * static_cast<std::size_t>(nodes()), 0);
   for (std::int32_t k = 0; k < nodes(); ++k) {
     const auto ku = static_cast<std::size_t>(k);
-    protocol::cohort({nodes(), k, sizes_[ku], bound_}, protocol::cohort_view::at(block(k), layout_), node_of_,
-                     std::span<const std::int32_t>(ranks_).subspan(static_cast<std::size_t>(first_[ku]),
-                                                                   static_cast<std::size_t>(sizes_[ku])))
+    protocol::cohort({nodes(), k, sh->sizes[ku], sh->bound}, protocol::cohort_view::at(block(k), sh->layout),
+                     sh->node_of,
+                     std::span<const std::int32_t>(sh->ranks).subspan(static_cast<std::size_t>(sh->first[ku]),
+                                                                      static_cast<std::size_t>(sh->sizes[ku])))
         .reset(owner_node);
   }
 }
 
 std::uint8_t* cohort_world::block(std::int32_t k) const {
-  return reinterpret_cast<std::uint8_t*>(mem_.data()) + stride_ * static_cast<std::size_t>(k);
+  return reinterpret_cast<std::uint8_t*>(mem_.data()) + shape_->stride * static_cast<std::size_t>(k);
 }
 
 protocol::cohort cohort_world::node(std::int32_t k) const {
   // Every block is laid out for the widest node; node k uses its first sizes[k]
   // local entries.
+  const shape& sh = *shape_;
   const auto ku = static_cast<std::size_t>(k);
   // The constructor checked every node's shape once (trusted from then on).
-  return protocol::cohort({nodes(), k, sizes_[ku], bound_}, protocol::cohort_view::at(block(k), layout_), node_of_,
-                          std::span<const std::int32_t>(ranks_).subspan(static_cast<std::size_t>(first_[ku]),
-                                                                        static_cast<std::size_t>(sizes_[ku])),
+  return protocol::cohort({nodes(), k, sh.sizes[ku], sh.bound}, protocol::cohort_view::at(block(k), sh.layout),
+                          sh.node_of,
+                          std::span<const std::int32_t>(sh.ranks).subspan(static_cast<std::size_t>(sh.first[ku]),
+                                                                          static_cast<std::size_t>(sh.sizes[ku])),
                           protocol::cohort::trusted{});
 }
 
@@ -64,8 +70,8 @@ cohort_world::phase cohort_world::phase_of(rank_t r) const {
   const std::int32_t k = node_of(r);
   const std::int32_t i = local_of(r);
   const std::uint8_t* b = block(k);
-  if (reinterpret_cast<const protocol::cohort_header*>(b + layout_.header)->in_cs == i) return phase::in_cs;
-  return b[layout_.waiting + static_cast<std::size_t>(i)] ? phase::waiting : phase::idle;
+  if (reinterpret_cast<const protocol::cohort_header*>(b + shape_->layout.header)->in_cs == i) return phase::in_cs;
+  return b[shape_->layout.waiting + static_cast<std::size_t>(i)] ? phase::waiting : phase::idle;
 }
 
 verdict cohort_world::carry(std::int32_t k, const protocol::cohort_step& s, const char* what, rank_t at) {
@@ -169,7 +175,7 @@ std::optional<std::string> cohort_world::violation() const {
   for (std::int32_t k = 0; k < K; ++k) {
     const protocol::cohort c = node(k);
     const protocol::cohort_header& h = *c.state().h;
-    const std::int32_t R = sizes_[static_cast<std::size_t>(k)];
+    const std::int32_t R = shape_->sizes[static_cast<std::size_t>(k)];
     if (c.holds_token()) {
       ++holders;
       holder = k;
@@ -210,13 +216,14 @@ std::optional<std::string> cohort_world::violation() const {
     if (h.has_token) {  // C9 the pass bound
       if ((h.remote_waiting != 0) != c.remote_waiter_known())
         return report{}("node ", k, ": cached remote_waiting is stale");
-      if (h.passes > bound_) return report{}("node ", k, ": ", h.passes, " passes exceed B = ", bound_);
+      if (h.passes > shape_->bound) return report{}("node ", k, ": ", h.passes, " passes exceed B = ", shape_->bound);
     }
   }
   if (in_cs > 1) return report{}(in_cs, " ranks are in the critical section");  // C1
   if (holders + (flight_ ? 1 : 0) != 1)                                           // C2
     return report{}("token count is ", holders + (flight_ ? 1 : 0), ", expected 1");
-  if (streak_ > bound_) return report{}("the world counted ", streak_, " local passes in a row, B = ", bound_);
+  if (streak_ > shape_->bound)
+    return report{}("the world counted ", streak_, " local passes in a row, B = ", shape_->bound);
 
   // C6 request numbers.
   const seq_t* ln = token_ln();
@@ -244,7 +251,7 @@ std::optional<std::string> cohort_world::violation() const {
   for (std::int32_t q = 0; q < tq_len; ++q) {
     const std::int32_t r = flight_ ? flight_->queue[static_cast<std::size_t>(q)].value() : node(holder).state().tq[q];
     if (r < 0 || r >= ranks()) return report{}("token queue holds rank ", r);
-    const std::int32_t j = node_of_[static_cast<std::size_t>(r)];
+    const std::int32_t j = shape_->node_of[static_cast<std::size_t>(r)];
     if (queued[static_cast<std::size_t>(j)]++) return report{}("token queue holds node ", j, " twice");
     const protocol::cohort cj = node(j);
     if (!cj.requesting()) return report{}("queued node ", j, " is not requesting");
@@ -296,7 +303,7 @@ std::optional<std::string> cohort_world::regression_from(const cohort_world& bef
 std::optional<std::string> cohort_world::counter_mismatch() const {
   protocol::counters sum{};
   for (std::int32_t k = 0; k < nodes(); ++k)
-    for (std::int32_t i = 0; i < sizes_[static_cast<std::size_t>(k)]; ++i) {
+    for (std::int32_t i = 0; i < shape_->sizes[static_cast<std::size_t>(k)]; ++i) {
       const protocol::counters& c = node(k).counters_of(i);
       protocol::accumulate(sum, c);
     }
@@ -330,7 +337,8 @@ void cohort_world::encode(std::vector<std::uint64_t>& out) const {
                   static_cast<std::uint64_t>(h.remote_waiting) << 50);
     for (std::size_t j = 0; j < K; ++j) out.push_back(v.rn[j].value() << 32 | static_cast<std::uint32_t>(v.requester[j]));
     out.push_back(static_cast<std::uint64_t>(h.lq_len));
-    for (std::int32_t q = 0; q < h.lq_len; ++q) out.push_back(static_cast<std::uint64_t>(v.lq[(h.lq_head + q) % sizes_[static_cast<std::size_t>(k)]]));
+    const std::int32_t R = shape_->sizes[static_cast<std::size_t>(k)];
+    for (std::int32_t q = 0; q < h.lq_len; ++q) out.push_back(static_cast<std::uint64_t>(v.lq[(h.lq_head + q) % R]));
     if (!h.has_token) continue;
     for (std::size_t j = 0; j < K; ++j) out.push_back(v.ln[j].value());
     out.push_back(static_cast<std::uint64_t>(h.tq_len));

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ class cohort_world {
   cohort_world(std::vector<std::int32_t> sizes, std::int32_t owner_node, std::uint32_t pass_bound);
   cohort_world(const cohort_world&) = default;
   cohort_world& operator=(const cohort_world&) = default;
+  cohort_world(cohort_world&&) noexcept = default;  // a model check's level pools move states
+  cohort_world& operator=(cohort_world&&) noexcept = default;
 
   // --- steps (global ranks) ------------------------------------------------------
   verdict request(rank_t r);   // lock()
@@ -43,13 +46,13 @@ class cohort_world {
   verdict deliver_token();
 
   // --- state ---------------------------------------------------------------------
-  std::int32_t nodes() const noexcept { return static_cast<std::int32_t>(sizes_.size()); }
-  std::int32_t ranks() const noexcept { return static_cast<std::int32_t>(node_of_.size()); }
-  std::uint32_t pass_bound() const noexcept { return bound_; }
-  std::int32_t node_of(rank_t r) const { return node_of_.at(r.index()); }
-  std::int32_t local_of(rank_t r) const { return r.value() - first_.at(static_cast<std::size_t>(node_of(r))); }
+  std::int32_t nodes() const noexcept { return static_cast<std::int32_t>(shape_->sizes.size()); }
+  std::int32_t ranks() const noexcept { return static_cast<std::int32_t>(shape_->node_of.size()); }
+  std::uint32_t pass_bound() const noexcept { return shape_->bound; }
+  std::int32_t node_of(rank_t r) const { return shape_->node_of.at(r.index()); }
+  std::int32_t local_of(rank_t r) const { return r.value() - shape_->first.at(static_cast<std::size_t>(node_of(r))); }
   rank_t global(std::int32_t node, std::int32_t local) const {
-    return rank_t(first_.at(static_cast<std::size_t>(node)) + local);
+    return rank_t(shape_->first.at(static_cast<std::size_t>(node)) + local);
   }
   // A view of node k (valid until this world changes or moves).
   protocol::cohort node(std::int32_t k) const;
@@ -99,10 +102,14 @@ class cohort_world {
   // The token's LN wherever the token is.
   const seq_t* token_ln() const;
 
-  std::vector<std::int32_t> sizes_, first_, node_of_, ranks_;  // ranks_: 0..n-1
-  std::uint32_t bound_ = 1;
-  protocol::cohort_layout layout_{};
-  std::size_t stride_ = 0;                  // bytes per node block, a multiple of 8
+  // What construction fixes, shared by copies (a model check holds millions).
+  struct shape {
+    std::vector<std::int32_t> sizes, first, node_of, ranks;  // ranks: 0..n-1
+    std::uint32_t bound = 1;
+    protocol::cohort_layout layout{};
+    std::size_t stride = 0;  // bytes per node block, a multiple of 8
+  };
+  std::shared_ptr<const shape> shape_;
   mutable std::vector<std::uint64_t> mem_;  // K blocks; mutable: views are non-const
   std::vector<node_request> pending_;       // sorted
   std::optional<in_flight> flight_;

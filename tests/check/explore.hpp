@@ -39,7 +39,7 @@ class visited_set {
  public:
   // The id of `key`, inserting it (as id size()) if absent; second: inserted.
   std::pair<std::uint32_t, bool> insert(std::string_view key) {
-    if (2 * (size() + 1) > slots_.size()) grow();
+    if (2 * (size() + 1) > slots_.size()) rehash(std::max<std::size_t>(1024, 2 * slots_.size()));
     const std::uint64_t h = std::hash<std::string_view>{}(key);
     const auto tag = static_cast<std::uint32_t>(h >> 32);
     for (std::size_t k = h & (slots_.size() - 1);; k = (k + 1) & (slots_.size() - 1)) {
@@ -55,6 +55,14 @@ class visited_set {
     }
   }
   std::size_t size() const { return ends_.size() - 1; }
+  // Room for n keys of about key_bytes each without regrowing.
+  void reserve(std::size_t n, std::size_t key_bytes) {
+    bytes_.reserve(n * key_bytes);
+    ends_.reserve(n + 1);
+    std::size_t slots = 1024;
+    while (slots < 2 * n) slots *= 2;
+    if (slots > slots_.size()) rehash(slots);
+  }
 
  private:
   struct slot {
@@ -64,8 +72,8 @@ class visited_set {
   std::string_view key(std::uint32_t id) const {
     return {bytes_.data() + ends_[id], ends_[id + 1] - ends_[id]};
   }
-  void grow() {
-    std::vector<slot> old(std::max<std::size_t>(1024, 2 * slots_.size()));
+  void rehash(std::size_t slots) {  // slots: a power of two
+    std::vector<slot> old(slots);
     old.swap(slots_);
     for (const slot& s : old) {
       if (s.id1 == 0) continue;
@@ -88,6 +96,15 @@ class explorer {
   using move = typename Model::move;
 
   explicit explorer(Model m) : m_(std::move(m)), scratch_state_{m_.initial(), 0} {}
+
+  // Sizes the visited set and the search's records for about `states` states (the
+  // committed floor): growing them by doubling copies hundreds of megabytes.
+  void reserve(std::size_t states) {
+    make_key(scratch_state_.s);
+    seen_.reserve(states, key_.size() + key_.size() / 2);
+    parent_.reserve(states);
+    edge_.reserve(states);
+  }
 
   // Runs the search; returns the first failure, described, or nullopt.
   std::optional<std::string> run() {
@@ -205,6 +222,7 @@ class explorer {
 template <class Model>
 void check(Model m, const std::string& what, std::uint64_t floor) {
   explorer<Model> e(std::move(m));
+  e.reserve(floor + floor / 8);
   const std::optional<std::string> failure = e.run();
   std::ostringstream summary;
   summary << "model check " << what << ": " << e.states() << " states, " << e.transitions()

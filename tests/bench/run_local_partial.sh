@@ -9,7 +9,7 @@
 # is reported whole, exit 0, with the first attempt in OUTDIR/RETRIED. UCX's
 # endpoint close failing in MPI_Finalize after the last result is no failure
 # (OUTDIR/WARNINGS). Under MPICH the timeout and cut cases are left out: they wait
-# out TALLY_BENCH_TIMEOUT (20 s of CI) in run-local's own logic, which is the same
+# out TALLY_BENCH_TIMEOUT (16 s of CI) in run-local's own logic, which is the same
 # whatever the MPI; the cases that build MPICH's command lines and read its logs run.
 # usage: run_local_partial.sh RUN_LOCAL TALLY_BENCH OUTDIR
 set -euo pipefail
@@ -81,8 +81,8 @@ mpich=false
 [[ "$(basename -- "$real_mpiexec")" != *mpich* ]] || mpich=true
 retried_cases=ucx
 if ! $mpich; then
-  check hang "shm:2 tcp:2" "tcp, 2 ranks: stopped after 5 s (TALLY_BENCH_TIMEOUT)" \
-    MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=hang TALLY_BENCH_TIMEOUT=5
+  check hang "shm:2 tcp:2" "tcp, 2 ranks: stopped after 3 s (TALLY_BENCH_TIMEOUT)" \
+    MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=hang TALLY_BENCH_TIMEOUT=3
   # Stopped after some benchmarks finished: those are kept and reported.
   check cut "shm:2 tcp:2" "finished benchmark(s) are reported" \
     MPIEXEC="$out/mpiexec-wrapper" WRAP_MODE=cut TALLY_BENCH_TIMEOUT=10 TALLY_BENCH_RETRIES=0

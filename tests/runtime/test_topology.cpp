@@ -153,7 +153,7 @@ TEST_P(Topology, ExclusionAndMessagesPerLevel) {
   const std::vector<int> node_of = nodes_of_ranks();
   const int k = count_nodes(node_of);
   // The counter is one-sided MPI: across nodes each entry is TCP round trips.
-  const int iterations = k > 1 ? 24 : 60;
+  const int iterations = k > 1 ? 12 : 60;
   tally::mutex m(MPI_COMM_WORLD, opts(2));
   shared_counter counter(MPI_COMM_WORLD, 0);
   int overlaps = 0;

@@ -137,12 +137,12 @@ bool construct(benchmark::State& state, std::optional<L>& out, MPI_Comm comm, bo
 static_assert(lock_kind<win_lock> && lock_kind<rma_mcs> && lock_kind<lock_server> &&
               lock_kind<ricart_agrawala>);
 
-// The wire size of tally's token for n ranks, no payload and an empty queue, as
-// the runtime lays it out (core/token_layout.hpp): its shortest token, so that
-// BM_Floor, which sends a message of this size, bounds every handoff from below.
-// The self-test checks it against the largest message an uncontended entry sends.
+// The wire size of tally's token for n ranks and no payload, as the runtime lays
+// it out (core/token_layout.hpp): every token is this long, so BM_Floor, which
+// sends a message of this size, bounds every handoff from below. The self-test
+// checks it against the largest message an uncontended entry sends.
 constexpr int token_bytes(int n) noexcept {
-  return static_cast<int>(tally::protocol::token_layout::bytes(static_cast<std::size_t>(n), 0, 0));
+  return static_cast<int>(tally::protocol::token_layout::bytes(static_cast<std::size_t>(n)));
 }
 
 }  // namespace bench

@@ -46,10 +46,10 @@ struct poll_policy {
 // "Two-level lock").
 enum class topology {
   flat,       // one Suzuki–Kasami participant per rank: every remote entry costs n-1
-              // REQUESTs and the token (4n + 4q bytes, q ranks queued)
+              // REQUESTs and the token (4n bytes)
   node,       // two levels: the ranks of a node (MPI_COMM_TYPE_SHARED) queue in shared
               // memory and pass the lock with no message; Suzuki–Kasami runs between
-              // nodes (K-1 REQUESTs, a token of 4K + 4q bytes for K nodes)
+              // nodes (K-1 REQUESTs, a token of 4K bytes for K nodes)
   automatic,  // the environment variable TALLY_TOPOLOGY (flat, node or auto) if set;
               // else node where some node holds two or more of the ranks, else flat
 };

@@ -169,6 +169,22 @@ const seq_t* cohort_world::token_ln() const {
   return nullptr;
 }
 
+bool cohort_world::carried(std::int32_t j) const {
+  if (flight_) {
+    if (node_of(flight_->to) == j) return false;
+    for (rank_t r : flight_->queue)
+      if (node_of(r) == j) return false;
+    return true;
+  }
+  for (std::int32_t k = 0; k < nodes(); ++k) {
+    const protocol::cohort_view v = node(k).state();  // pointers into the node's block
+    if (!v.h->has_token) continue;
+    for (std::int32_t q = 0; q < v.h->tq_len; ++q)
+      if (shape_->node_of[static_cast<std::size_t>(v.tq[q])] == j) return false;
+  }
+  return true;
+}
+
 std::optional<std::string> cohort_world::violation() const {
   const std::int32_t K = nodes();
   std::int32_t holders = 0, in_cs = 0, holder = -1;
@@ -235,6 +251,10 @@ std::optional<std::string> cohort_world::violation() const {
     for (std::int32_t i = 0; i < K; ++i)
       if (rn[static_cast<std::size_t>(i)][j] > own)
         return report{}("RN_", i, "[", j, "] exceeds RN_", j, "[", j, "] = ", own.value());
+    if (!carried(j)) {  // queued or the token's destination: 0, as on the wire
+      if (ln[j] != seq_t(0)) return report{}("LN[", j, "] = ", ln[j].value(), " for a node the token does not carry it for");
+      continue;
+    }
     // Requesting: RN = LN + 1. Neither requesting nor holding: RN = LN. Holding: the
     // request it holds the token for (if any) is served at release.
     const bool ok = cj.requesting() ? own == ln[j].next()
@@ -296,7 +316,7 @@ std::optional<std::string> cohort_world::regression_from(const cohort_world& bef
   const seq_t* a = before.token_ln();
   const seq_t* b = token_ln();
   for (std::int32_t j = 0; j < nodes(); ++j)
-    if (b[j] < a[j]) return report{}("LN[", j, "] decreased");
+    if (before.carried(j) && carried(j) && b[j] < a[j]) return report{}("LN[", j, "] decreased");
   return std::nullopt;
 }
 

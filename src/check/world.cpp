@@ -193,6 +193,11 @@ std::optional<std::string> world::violation() const {
       if (peers_[i].rn(nj.self()) > own)
         return report{}("RN_", i, "[", j, "] = ", peers_[i].rn(nj.self()).value(), " exceeds RN_", j,
                         "[", j, "] = ", own.value());
+    if (!carried(j)) {  // queued or the token's destination: 0, as on the wire
+      if (t.ln[j] != seq_t(0))
+        return report{}("LN[", j, "] = ", t.ln[j].value(), " for a rank the token does not carry it for");
+      continue;
+    }
     if (t.ln[j] > own || own > t.ln[j].next())
       return report{}("LN[", j, "] = ", t.ln[j].value(), " but RN_", j, "[", j, "] = ", own.value(),
                       " (need LN <= RN <= LN + 1)");
@@ -256,6 +261,12 @@ std::optional<std::string> world::violation() const {
   return std::nullopt;
 }
 
+bool world::carried(std::size_t j) const {
+  const protocol::token& t = token();
+  if (flight_ && flight_->to.index() == j) return false;
+  return std::find(t.queue.begin(), t.queue.end(), rank_t(static_cast<std::int32_t>(j))) == t.queue.end();
+}
+
 std::optional<std::string> world::regression_from(const world& before) const {
   const std::size_t n = peers_.size();
   if (before.peers_.size() != n) return report{}("rank count changed");
@@ -268,7 +279,7 @@ std::optional<std::string> world::regression_from(const world& before) const {
   const protocol::token& t0 = before.token();
   const protocol::token& t1 = token();
   for (std::size_t j = 0; j < n; ++j)
-    if (t1.ln[j] < t0.ln[j])
+    if (before.carried(j) && carried(j) && t1.ln[j] < t0.ln[j])
       return report{}("LN[", j, "] decreased from ", t0.ln[j].value(), " to ", t1.ln[j].value());
   return std::nullopt;
 }

@@ -89,6 +89,9 @@ class world {
   std::optional<rank_t> holder() const;
   // The token wherever it is: at the holder or in flight.
   const protocol::token& token() const;
+  // Whether the token carries LN[j]: j is neither queued nor the token's destination
+  // (core/token_layout.hpp). LN[j] reads 0 where it is not.
+  bool carried(std::size_t j) const;
   // Messages put on the network so far (REQUESTs + tokens).
   std::uint64_t messages() const noexcept { return messages_; }
 

@@ -132,6 +132,9 @@ void cohort::release(std::int32_t by, cohort_action& act) noexcept {
   heard_of(node_of(act.token_to));
   std::copy(v_.tq + 1, v_.tq + h.tq_len, v_.tq);
   v_.tq[--h.tq_len] = -1;
+  // Not carried (core/token_layout.hpp): the token in memory reads as on the wire.
+  for (std::int32_t q = 0; q < h.tq_len; ++q) v_.ln[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = seq_t(0);
+  v_.ln[static_cast<std::size_t>(node_of(act.token_to))] = seq_t(0);
   h.has_token = 0;
   ++v_.ctr[static_cast<std::size_t>(by)].tokens_sent;
   if (h.lq_len > 0) {  // the pass bound sent it away from local waiters: ask again
@@ -233,7 +236,9 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
   }
   cohort_step s;
   cohort_header& h = *v_.h;
-  if (!h.has_token || !fresh(v_.rn[k], v_.ln[k])) return s;
+  // A held token with a queue has remote_waiting set already (and LN is not read for
+  // a queued node).
+  if (!h.has_token || h.tq_len > 0 || !fresh(v_.rn[k], v_.ln[k])) return s;
   if (h.in_cs < 0)
     release(by, s.act);  // idle holder: hand off at once
   else
@@ -262,7 +267,12 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::sp
   ++v_.ctr[static_cast<std::size_t>(by)].tokens_received;
   std::copy(ln.begin(), ln.end(), v_.ln);
   h.tq_len = static_cast<std::int32_t>(queue.size());
-  for (std::size_t q = 0; q < queue.size(); ++q) v_.tq[q] = queue[q].value();
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    v_.tq[q] = queue[q].value();
+    v_.ln[static_cast<std::size_t>(node_of(queue[q]))] = seq_t(0);  // not carried: never read while queued
+  }
+  // Requesting: RN[node] is the request this token serves, LN[node] the one before.
+  v_.ln[static_cast<std::size_t>(shape_.node)] = seq_t(v_.rn[static_cast<std::size_t>(shape_.node)].value() - 1);
   h.has_token = 1;
   h.requesting = 0;
   h.passes = 0;

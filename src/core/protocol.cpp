@@ -128,6 +128,7 @@ step peer::on_token(token t) {
   if (!t.well_formed(n_, self_)) return {status::bad_token};
   ++counters_.tokens_received;
   held_ = std::move(t);
+  carried_only(*held_);
   if (withdrawn_) {
     withdrawn_ = false;
     mode_ = mode::idle;
@@ -158,7 +159,16 @@ step peer::release() {
   return send_to(head);
 }
 
+void peer::carried_only(token& t) const noexcept {
+  for (rank_t r : t.queue) t.ln[r.index()] = seq_t(0);
+  // Requesting: RN[self] is the request this token serves, LN[self] the one before.
+  t.ln[self_.index()] = seq_t(rn_[self_.index()].value() - 1);
+}
+
 step peer::send_to(rank_t to) {
+  // Not carried (core/token_layout.hpp): the token in memory reads as on the wire.
+  for (rank_t r : held_->queue) held_->ln[r.index()] = seq_t(0);
+  held_->ln[to.index()] = seq_t(0);
   outbox_ = std::move(held_);
   held_.reset();
   ++counters_.tokens_sent;

@@ -192,6 +192,11 @@ class peer {
   void enter(bool local) noexcept;
   // Holder not in CS: mark own request served, queue fresh requests, hand off head.
   step release();
+  // The LN entries a token on the wire does not carry, as the receiver fills them: 0
+  // for every queued rank (never read until that rank, served, overwrites it) and
+  // RN[self] - 1 for this rank (core/token_layout.hpp). send_to() zeroes the queued
+  // entries and the receiver's, so a token in flight reads as it does on the wire.
+  void carried_only(token& t) const noexcept;
   step send_to(rank_t to);
 
   rank_t self_;

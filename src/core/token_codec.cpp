@@ -26,50 +26,85 @@ T get_le(const std::byte* at) noexcept {
 }
 
 template <class QueueAt>
-std::size_t encode_parts(std::span<const seq_t> ln, std::size_t len, QueueAt queue_at,
-                         std::span<const std::byte> payload, std::byte* buf) noexcept {
-  const std::size_t n = ln.size();
-  for (std::size_t j = 0; j < n; ++j)
-    put_le(buf + layout::ln_offset(n) + layout::ln_entry * j, static_cast<std::uint32_t>(ln[j].value()));
+std::size_t encode_parts(const token_frame& f, std::span<const seq_t> ln, std::size_t len, QueueAt queue_at,
+                         std::size_t to, std::span<const std::byte> payload, std::byte* buf,
+                         std::span<std::uint8_t> marks) noexcept {
+  const std::size_t n = f.n;
+  put_le(buf, static_cast<std::uint32_t>(len));
+  for (std::size_t k = 0; k < len; ++k) {
+    const std::int32_t e = queue_at(k);
+    put_le<std::int32_t>(buf + layout::queue_offset() + layout::queue_entry * k, e);
+    marks[f.slot(e)] = 1;
+  }
+  marks[to] = 1;
+  std::byte* at = buf + layout::ln_offset(len);
+  for (std::size_t j = 0; j < n; ++j) {
+    if (marks[j]) {
+      marks[j] = 0;
+      continue;
+    }
+    put_le(at, static_cast<std::uint32_t>(ln[j].value()));
+    at += layout::ln_entry;
+  }
   std::byte* pay = buf + layout::payload_offset(n);
   if (!payload.empty()) std::memcpy(pay, payload.data(), payload.size());
   std::memset(pay + payload.size(), 0, layout::padded(payload.size()) - payload.size());
-  const std::size_t q = layout::queue_offset(n, payload.size());
-  for (std::size_t k = 0; k < len; ++k) put_le<std::int32_t>(buf + q + layout::queue_entry * k, queue_at(k));
-  return layout::bytes(n, payload.size(), len);
+  return layout::bytes(n, payload.size());
 }
 }  // namespace
 
-std::size_t encode_token(std::span<const seq_t> ln, std::span<const std::int32_t> queue,
-                         std::span<const std::byte> payload, std::span<std::byte> buf) noexcept {
-  return encode_parts(ln, queue.size(), [&](std::size_t k) { return queue[k]; }, payload, buf.data());
+std::size_t encode_token(const token_frame& f, std::span<const seq_t> ln, std::span<const std::int32_t> queue,
+                         std::size_t to, std::span<const std::byte> payload, std::span<std::byte> buf,
+                         std::span<std::uint8_t> marks) noexcept {
+  return encode_parts(f, ln, queue.size(), [&](std::size_t k) { return queue[k]; }, to, payload, buf.data(), marks);
 }
 
-std::size_t encode_token(const token& t, std::span<const std::byte> payload, std::span<std::byte> buf) noexcept {
-  return encode_parts(t.ln, t.queue.size(), [&](std::size_t k) { return t.queue[k].value(); }, payload,
-                      buf.data());
+std::size_t encode_token(const token_frame& f, const token& t, std::size_t to, std::span<const std::byte> payload,
+                         std::span<std::byte> buf, std::span<std::uint8_t> marks) noexcept {
+  return encode_parts(f, t.ln, t.queue.size(), [&](std::size_t k) { return t.queue[k].value(); }, to, payload,
+                      buf.data(), marks);
 }
 
-bool decode_token(std::span<const std::byte> buf, std::size_t n, token& t, std::span<std::byte> payload) {
+bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, token& t,
+                  std::span<std::byte> payload, std::span<std::uint8_t> marks) {
+  const std::size_t n = f.n;
   const auto malformed = [&] {
     t.ln.assign(n, seq_t(0));
     t.queue.assign(n, rank_t(-1));  // n entries and a negative id: well_formed fails
     return false;
   };
-  const std::size_t fixed = layout::bytes(n, payload.size(), 0);
-  if (buf.size() < fixed || (buf.size() - fixed) % layout::queue_entry != 0) return malformed();
-  const std::size_t len = (buf.size() - fixed) / layout::queue_entry;
-  if (len >= n) return malformed();
+  if (buf.size() != layout::bytes(n, payload.size()) || self >= n) return malformed();
   const std::byte* p = buf.data();
-  for (std::size_t b = layout::payload_offset(n) + payload.size(); b < fixed; ++b)
+  for (std::size_t b = layout::payload_offset(n) + payload.size(); b < buf.size(); ++b)
     if (p[b] != std::byte{0}) return malformed();
-  t.ln.resize(n);
-  for (std::size_t j = 0; j < n; ++j)
-    t.ln[j] = seq_t(get_le<std::uint32_t>(p + layout::ln_offset(n) + layout::ln_entry * j));
-  if (!payload.empty()) std::memcpy(payload.data(), p + layout::payload_offset(n), payload.size());
+  const std::uint32_t len = get_le<std::uint32_t>(p);
+  if (len >= n) return malformed();  // with self, at most n - 1 entries are not carried
   t.queue.resize(len);
-  for (std::size_t k = 0; k < len; ++k)
-    t.queue[k] = rank_t(get_le<std::int32_t>(p + fixed + layout::queue_entry * k));
+  marks[self] = 1;
+  bool ok = true;
+  for (std::size_t k = 0; k < len; ++k) {
+    const auto e = get_le<std::int32_t>(p + layout::queue_offset() + layout::queue_entry * k);
+    t.queue[k] = rank_t(e);
+    if (!ok || !f.valid(e) || f.slot(e) >= n || marks[f.slot(e)]) {
+      ok = false;  // out of range, the receiver, or an index already named
+      continue;
+    }
+    marks[f.slot(e)] = 1;
+  }
+  t.ln.resize(n);
+  const std::byte* at = p + layout::ln_offset(len);
+  for (std::size_t j = 0; j < n; ++j) {
+    if (marks[j]) {
+      marks[j] = 0;
+      t.ln[j] = seq_t(0);
+      continue;
+    }
+    // A queue that failed above carried fewer marks: stop at the payload.
+    t.ln[j] = ok ? seq_t(get_le<std::uint32_t>(at)) : seq_t(0);
+    if (ok) at += layout::ln_entry;
+  }
+  if (!ok) return malformed();
+  if (!payload.empty()) std::memcpy(payload.data(), p + layout::payload_offset(n), payload.size());
   return true;
 }
 

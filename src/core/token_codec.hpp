@@ -6,8 +6,10 @@
 // LN travels as its low 32 bits; widen_ln restores each entry against the
 // receiver's RN. That is exact while |LN[j] - RN[j]| < 2^31, which holds: LN[j] >=
 // RN[j] - 1 (a participant asks again only after its last request was served, and
-// the one token's LN entries never decrease), and LN[j] - RN[j] is at most the
+// the LN entries the token carries never decrease), and LN[j] - RN[j] is at most the
 // number of j's REQUESTs not yet handled by the receiver (docs/design.md, "Transport").
+// The queued entries' LN and the receiver's own are not carried: the decoder leaves
+// them 0 and the receiving protocol core sets them (peer::on_token, cohort::on_token).
 #pragma once
 
 #include <cstddef>
@@ -18,20 +20,40 @@
 
 namespace tally::protocol {
 
-// Writes LN (n = ln.size() entries), the queue (fewer than n ranks) and the payload
-// into buf, which must hold token_layout::bytes(n, payload.size(), queue.size())
-// bytes. Returns that length, the message's.
-std::size_t encode_token(std::span<const seq_t> ln, std::span<const std::int32_t> queue,
-                         std::span<const std::byte> payload, std::span<std::byte> buf) noexcept;
-std::size_t encode_token(const token& t, std::span<const std::byte> payload, std::span<std::byte> buf) noexcept;
+// Which LN entry a queue entry stands for. Flat: the queue names ranks and LN is by
+// rank (node_of empty). Node topology: the queue names the asking rank of each node
+// and LN is by node, node_of[rank].
+struct token_frame {
+  std::size_t n = 0;                      // LN entries
+  std::span<const std::int32_t> node_of;  // empty: a queue entry is its own LN index
 
-// Reads a message of n entries (buf: exactly the bytes received) into t, reusing
-// t's storage, and copies payload.size() payload bytes out. LN holds the wire's
-// 32-bit values until widen_ln. Returns false when buf's length is not
-// token_layout::bytes(n, payload.size(), q) for some q in [0, n) or the padding is
-// not zero; t is then a token that token::well_formed rejects. A true return says
-// nothing about the entries: the receiver checks well_formed.
-bool decode_token(std::span<const std::byte> buf, std::size_t n, token& t, std::span<std::byte> payload);
+  bool valid(std::int32_t e) const noexcept {
+    return e >= 0 && static_cast<std::size_t>(e) < (node_of.empty() ? n : node_of.size());
+  }
+  std::size_t slot(std::int32_t e) const noexcept {
+    return static_cast<std::size_t>(node_of.empty() ? e : node_of[static_cast<std::size_t>(e)]);
+  }
+};
+
+// Writes the token for the receiver whose LN index is `to` into buf, which must
+// hold token_layout::bytes(f.n, payload.size()): the queue (fewer than n entries,
+// distinct LN indices, none `to`), LN less the queued entries and `to`, the payload.
+// marks: f.n bytes, zero on entry and on return. Returns the message's length.
+std::size_t encode_token(const token_frame& f, std::span<const seq_t> ln, std::span<const std::int32_t> queue,
+                         std::size_t to, std::span<const std::byte> payload, std::span<std::byte> buf,
+                         std::span<std::uint8_t> marks) noexcept;
+std::size_t encode_token(const token_frame& f, const token& t, std::size_t to, std::span<const std::byte> payload,
+                         std::span<std::byte> buf, std::span<std::uint8_t> marks) noexcept;
+
+// Reads a message for the receiver whose LN index is `self` (buf: exactly the bytes
+// received) into t, reusing t's storage, and copies payload.size() payload bytes
+// out. LN holds the wire's 32-bit values until widen_ln, 0 for the entries not
+// carried. Returns false when buf is not token_layout::bytes(f.n, payload.size())
+// long, the queue is longer than n - 1 or names an entry out of range, `self` or one
+// LN index twice, or the padding is not zero; t is then a token that
+// token::well_formed rejects. marks as for encode_token.
+bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, token& t,
+                  std::span<std::byte> payload, std::span<std::uint8_t> marks);
 
 // Replaces each 32-bit LN[j] from the wire with the 64-bit value congruent to it
 // modulo 2^32 that lies nearest the receiver's rn[j] (rn.size() == ln.size()).

@@ -227,7 +227,7 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
       const protocol::cohort_view& v = c.state();
       token_count = transport_.wire().pack(std::span<const protocol::seq_t>(v.ln, static_cast<std::size_t>(node_->nodes())),
                              std::span<const std::int32_t>(v.tq, static_cast<std::size_t>(v.h->tq_len)),
-                             node_->payload(), transport_.stage_token());
+                             s.act.token_to, node_->payload(), transport_.stage_token());
     }
   }
   node_->unlock();

@@ -184,11 +184,14 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   sh.window = broadcast_window();
   if (node_) {
     sh.token_entries = node_->nodes();
+    sh.node_of = node_->node_of();
+    sh.token_self = node_->node();
     sh.with_requester = true;
     sh.request_receives = node_->leader() ? node_->nodes() - 1 : 0;
     sh.peers = node_->other_leaders();
   } else {
     sh.token_entries = size_;
+    sh.token_self = rank_;
     sh.request_receives = size_ - 1;
     for (int d = 1; d < size_; ++d) sh.peers.push_back((rank_ + d) % size_);
     peer_ = protocol::peer(protocol::rank_t(rank_), size_, protocol::rank_t(opts.initial_owner));

@@ -65,6 +65,7 @@ class node_level {
   }
   // The leader (global rank) of every node; node k's ranks; each rank's node.
   const std::vector<int>& leaders() const noexcept { return leaders_; }
+  const std::vector<std::int32_t>& node_of() const noexcept { return node_of_; }
   std::span<std::byte> payload() const noexcept { return payload_; }
   MPI_Comm comm() const noexcept { return node_comm_.get(); }
 

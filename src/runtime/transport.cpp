@@ -28,8 +28,8 @@ void transport::open(comm_handle comm, shape sh) {
   shape_ = std::move(sh);
   words_ = static_cast<int>((shape_.with_requester ? protocol::node_request_bytes : protocol::request_bytes) /
                             sizeof(std::uint64_t));
-  wire_ = wire_format(shape_.token_entries, shape_.payload_bytes);
-  token_buf_.assign(wire_.max_bytes(), std::byte{0});
+  wire_ = wire_format(shape_.token_entries, shape_.payload_bytes, shape_.node_of, shape_.token_self);
+  token_buf_.assign(wire_.bytes(), std::byte{0});
   const int posted = std::min(shape_.request_receives, max_posted_requests);
   recv_reqs_.assign(first_request + static_cast<std::size_t>(posted), MPI_REQUEST_NULL);
   request_bufs_.assign(static_cast<std::size_t>(posted), words{});
@@ -48,7 +48,7 @@ void transport::open(comm_handle comm, shape sh) {
 }
 
 void transport::post_token_recv() {
-  check_mpi(MPI_Irecv(token_buf_.data(), wire_.max_count(), wire_.type(), MPI_ANY_SOURCE, tag_token, comm_.get(),
+  check_mpi(MPI_Irecv(token_buf_.data(), wire_.count(), wire_.type(), MPI_ANY_SOURCE, tag_token, comm_.get(),
                       &recv_reqs_[0]),
             "MPI_Irecv(token)");
 }
@@ -105,7 +105,7 @@ void transport::repost_requests() {
   unposted_.clear();
 }
 
-void transport::read_token(protocol::token& t, std::span<std::byte> payload) const {
+void transport::read_token(protocol::token& t, std::span<std::byte> payload) {
   wire_.unpack(token_buf_.data(), token_count_, payload, t);
 }
 
@@ -150,7 +150,7 @@ std::byte* transport::stage_token() {
   auto free_slot = std::find_if(token_sends_.begin(), token_sends_.end(),
                                 [](const token_slot& s) { return s.req == MPI_REQUEST_NULL && !s.staged; });
   token_slot& slot = free_slot != token_sends_.end() ? *free_slot : token_sends_.emplace_back();
-  slot.buf.resize(wire_.max_bytes());
+  slot.buf.resize(wire_.bytes());
   slot.staged = true;
   staged_ = &slot;
   return slot.buf.data();
@@ -168,7 +168,7 @@ void transport::send_staged(protocol::rank_t to, int count) {
 
 void transport::send_token(protocol::rank_t to, const protocol::token& t,
                            std::span<const std::byte> payload) {
-  const int count = wire_.pack(t, payload, stage_token());
+  const int count = wire_.pack(t, to, payload, stage_token());
   send_staged(to, count);
 }
 

@@ -55,6 +55,8 @@ class transport {
   // What one rank sends and receives.
   struct shape {
     int token_entries = 1;           // LN entries of the token: ranks (flat) or nodes
+    std::vector<std::int32_t> node_of;  // node topology: each rank's node; flat: empty
+    std::int32_t token_self = 0;     // this rank's LN index: its rank or its node
     std::size_t payload_bytes = 0;
     bool with_requester = false;     // REQUEST carries the requester (node topology)
     int request_receives = 0;        // REQUEST receives to keep posted (0: none)
@@ -74,7 +76,7 @@ class transport {
   void repost_requests();
   // The token that test() reported, into `t` (its storage reused) and `payload`;
   // LN as the wire's 32-bit values, for the caller to widen (protocol::widen_ln).
-  void read_token(protocol::token& t, std::span<std::byte> payload) const;
+  void read_token(protocol::token& t, std::span<std::byte> payload);
 
   // Posts the token receive again after test() reported a token (flat topology:
   // broadcast() does it).
@@ -92,12 +94,12 @@ class transport {
   // The engine calls it on every progress step, after the token's send.
   void pump();
   void send_token(protocol::rank_t to, const protocol::token& t, std::span<const std::byte> payload);
-  // A token send in two halves: stage() returns a buffer of wire().max_bytes() to
+  // A token send in two halves: stage() returns a buffer of wire().bytes() to
   // fill (by wire().pack), send_staged() starts the send of the last staged buffer,
   // `count` units of wire().type() as pack returned.
   std::byte* stage_token();
   void send_staged(protocol::rank_t to, int count);
-  const wire_format& wire() const noexcept { return wire_; }
+  wire_format& wire() noexcept { return wire_; }
 
   // Completes the sends that finished; with `wait`, blocks until all did.
   void reap_sends(bool wait);

@@ -48,7 +48,7 @@ constexpr const char* help_tail = R"(  --requests-per-rank R     critical sectio
   --latency T               L: wire latency
   --overhead T              o: CPU time per message, at sender and receiver
   --gap T                   g: minimum time between two sends of one rank
-  --byte-time T             G: time per payload byte (the token is 4N+4q bytes)
+  --byte-time T             G: time per payload byte (the token is 4N bytes)
   --eager-limit BYTES       E: larger messages take the rendezvous protocol
   --rendezvous T            R: extra latency of a message over E bytes
   --broadcast-window W      a token sent during the sender's own broadcast leaves

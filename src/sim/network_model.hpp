@@ -49,8 +49,9 @@ struct network_params {
 // (core/token_layout.hpp). Baseline messages that carry no data (grant, release,
 // reply) are 0 bytes.
 constexpr std::uint64_t request_bytes = protocol::request_bytes;
-constexpr std::uint64_t token_bytes(std::int64_t n, std::size_t queued) noexcept {
-  return protocol::token_layout::bytes(static_cast<std::size_t>(n), 0, queued);
+// Every token of n entries is this long whatever its queue.
+constexpr std::uint64_t token_bytes(std::int64_t n) noexcept {
+  return protocol::token_layout::bytes(static_cast<std::size_t>(n));
 }
 
 }  // namespace tally::sim

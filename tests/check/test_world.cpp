@@ -231,6 +231,18 @@ TEST(World, ViolationCatchesTokenSentToANonRequester) {
             std::string::npos);
 }
 
+TEST(World, ViolationCatchesLnForWhomTheTokenDoesNotCarryIt) {
+  // Rank 0 asked; the token goes to it. The wire carries neither the destination's
+  // LN nor a queued rank's: in flight they read 0.
+  std::vector<peer> v{peer(rank_t(0), 2, rank_t(1)), peer(rank_t(1), 2, rank_t(0))};
+  ASSERT_TRUE(v[0].lock().ok());
+  ASSERT_TRUE(v[1].on_request(rank_t(0), seq_t(1)).ok());
+  EXPECT_EQ(broken(world::assemble(v, {}, in_flight{rank_t(0), token{{seq_t(0), seq_t(0)}, {}}})), "");
+  EXPECT_NE(broken(world::assemble(v, {}, in_flight{rank_t(0), token{{seq_t(1), seq_t(0)}, {}}}))
+                .find("LN[0] = 1 for a rank the token does not carry it for"),
+            std::string::npos);
+}
+
 TEST(World, ViolationCatchesLnOutsideItsBand) {
   // Rank 0 holds a token claiming rank 1 was served twice; rank 1 never asked.
   std::vector<peer> v{peer(rank_t(0), 2, rank_t(1)), peer(rank_t(1), 2, rank_t(0))};

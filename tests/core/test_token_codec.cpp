@@ -1,8 +1,9 @@
-// The token's byte codec (core/token_codec.hpp): a round trip at several sizes and
-// queue lengths, the layout's offsets, the exact little-endian bytes, LN restored
-// from 32 bits across the 2^32 boundary, and the inputs it must refuse (a length
-// that is no token's, a queue of n or more, padding that is not zero) by yielding a
-// token that well_formed rejects.
+// The token's byte codec (core/token_codec.hpp): a round trip at several sizes,
+// queue lengths and receivers, in both topologies' framing; the layout's offsets;
+// the exact little-endian bytes; LN restored from 32 bits across the 2^32 boundary;
+// and the inputs it must refuse (a length that is no token's, a queue of n or more,
+// a queue naming the receiver, an entry out of range or one LN index twice, padding
+// that is not zero) by yielding a token that well_formed rejects.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -18,72 +19,124 @@ using tally::protocol::encode_token;
 using tally::protocol::rank_t;
 using tally::protocol::seq_t;
 using tally::protocol::token;
+using tally::protocol::token_frame;
 using tally::protocol::token_layout;
 using tally::protocol::widen_ln;
 
-token make(std::size_t n, std::size_t queued) {
+// n entries of LN; the queue: `queued` ranks counting down from n - 1, skipping `to`.
+token make(std::size_t n, std::size_t queued, std::size_t to) {
   token t;
   for (std::size_t j = 0; j < n; ++j) t.ln.push_back(seq_t(1000 * j + 7));
-  for (std::size_t k = 0; k < queued; ++k) t.queue.push_back(rank_t(static_cast<std::int32_t>(n - 1 - k)));
+  for (std::size_t j = n; j-- > 0 && t.queue.size() < queued;)
+    if (j != to) t.queue.push_back(rank_t(static_cast<std::int32_t>(j)));
   return t;
 }
 
-TEST(TokenCodec, RoundTripsAtSeveralSizes) {
+// What the receiver sees: the carried entries as sent, the others 0.
+token carried(token t, std::size_t to) {
+  for (rank_t r : t.queue) t.ln[r.index()] = seq_t(0);
+  t.ln[to] = seq_t(0);
+  return t;
+}
+
+TEST(TokenCodec, RoundTripsAtSeveralSizesQueuesAndReceivers) {
   for (std::size_t n : {1u, 2u, 3u, 5u, 64u}) {
+    std::vector<std::uint8_t> marks(n, 0);
+    const token_frame f{n, {}};
     for (std::size_t p : {0u, 1u, 13u}) {
-      for (std::size_t q : {std::size_t{0}, n / 2, n - 1}) {
-        const token t = make(n, q);
-        std::vector<std::byte> payload(p), back(p);
-        for (std::size_t i = 0; i < p; ++i) payload[i] = std::byte(i * 31 + 1);
-        std::vector<std::byte> buf(token_layout::max_bytes(n, p));
-        const std::size_t len = encode_token(t, payload, buf);
-        ASSERT_EQ(len, token_layout::bytes(n, p, q));
-        ASSERT_EQ(len % token_layout::unit, 0u);
-        token u;
-        ASSERT_TRUE(decode_token(std::span(buf).first(len), n, u, back)) << n << " " << p << " " << q;
-        widen_ln(u.ln, t.ln);  // a receiver whose RN equals LN
-        EXPECT_EQ(u, t);
-        EXPECT_EQ(back, payload);
-        EXPECT_TRUE(u.well_formed(static_cast<std::int32_t>(n), rank_t(0)));
+      for (std::size_t q : {std::size_t{0}, (n - 1) / 2, n - 1}) {
+        for (std::size_t to : {std::size_t{0}, n - 1}) {
+          const token t = make(n, q, to);
+          ASSERT_EQ(t.queue.size(), q);
+          std::vector<std::byte> payload(p), back(p);
+          for (std::size_t i = 0; i < p; ++i) payload[i] = std::byte(i * 31 + 1);
+          std::vector<std::byte> buf(token_layout::bytes(n, p));
+          ASSERT_EQ(encode_token(f, t, to, payload, buf, marks), buf.size());
+          ASSERT_EQ(buf.size(), 4 * n + (p + 3) / 4 * 4);  // whatever q is
+          token u;
+          ASSERT_TRUE(decode_token(buf, f, to, u, back, marks)) << n << " " << p << " " << q << " " << to;
+          EXPECT_EQ(u, carried(t, to));  // 32-bit LN: below 2^32 here
+          widen_ln(u.ln, t.ln);          // a receiver whose RN equals LN
+          EXPECT_EQ(back, payload);
+          EXPECT_TRUE(u.well_formed(static_cast<std::int32_t>(n), rank_t(static_cast<std::int32_t>(to))));
+          EXPECT_EQ(marks, std::vector<std::uint8_t>(n, 0));
+        }
       }
     }
   }
 }
 
+// Node topology: LN by node, the queue names ranks; 3 nodes of 2 ranks.
+TEST(TokenCodec, QueueEntriesStandForTheirNodesLn) {
+  const std::vector<std::int32_t> node_of{0, 0, 1, 1, 2, 2};
+  const token_frame f{3, node_of};
+  std::vector<std::uint8_t> marks(3, 0);
+  token t;
+  t.ln = {seq_t(5), seq_t(6), seq_t(7)};
+  t.queue = {rank_t(5)};  // node 2's rank 5 waits; the token goes to node 1
+  std::vector<std::byte> buf(token_layout::bytes(3));
+  ASSERT_EQ(encode_token(f, t, 1, {}, buf, marks), 12u);
+  std::uint32_t words[3];
+  std::memcpy(words, buf.data(), sizeof words);
+  EXPECT_EQ(words[0], 1u);  // q
+  EXPECT_EQ(words[1], 5u);  // Q[0], a rank
+  EXPECT_EQ(words[2], 5u);  // LN[0]: node 0's, the only one carried
+  token u;
+  ASSERT_TRUE(decode_token(buf, f, 1, u, {}, marks));
+  EXPECT_EQ(u.ln, (std::vector{seq_t(5), seq_t(0), seq_t(0)}));
+  EXPECT_EQ(u.queue, t.queue);
+  // Two ranks of one node, a rank of the receiver's node, a rank out of range.
+  for (std::vector<std::int32_t> q : {std::vector{4, 5}, std::vector{3}, std::vector{6}, std::vector{-1}}) {
+    std::vector<std::byte> bad(buf.size(), std::byte{0});
+    const auto len = static_cast<std::uint32_t>(q.size());
+    std::memcpy(bad.data(), &len, 4);
+    std::memcpy(bad.data() + 4, q.data(), 4 * q.size());
+    EXPECT_FALSE(decode_token(bad, f, 1, u, {}, marks)) << q[0];
+    EXPECT_FALSE(u.well_formed(3, rank_t(1)));
+    EXPECT_EQ(marks, std::vector<std::uint8_t>(3, 0));
+  }
+}
+
 TEST(TokenCodec, FieldsSitAtTheLayoutsOffsets) {
-  const token t = make(3, 2);
+  token t = make(4, 2, 0);  // queue 3, 2; receiver 0: LN[1] alone is carried
   const std::byte payload[] = {std::byte{9}};
-  std::vector<std::byte> buf(token_layout::max_bytes(3, 1));
-  ASSERT_EQ(encode_token(t, payload, buf), 3 * 4 + 4 + 2 * 4u);
-  std::uint32_t ln1;
-  std::int32_t q0;
-  std::memcpy(&ln1, buf.data() + token_layout::ln_entry, sizeof ln1);
-  std::memcpy(&q0, buf.data() + token_layout::queue_offset(3, 1), sizeof q0);
+  std::vector<std::uint8_t> marks(4, 0);
+  std::vector<std::byte> buf(token_layout::bytes(4, 1));
+  ASSERT_EQ(encode_token(token_frame{4, {}}, t, 0, payload, buf, marks), 4 * 4 + 4u);
+  std::uint32_t q, ln1;
+  std::int32_t q0, q1;
+  std::memcpy(&q, buf.data(), sizeof q);
+  std::memcpy(&q0, buf.data() + token_layout::queue_offset(), sizeof q0);
+  std::memcpy(&q1, buf.data() + token_layout::queue_offset() + token_layout::queue_entry, sizeof q1);
+  std::memcpy(&ln1, buf.data() + token_layout::ln_offset(2), sizeof ln1);
+  EXPECT_EQ(q, 2u);
+  EXPECT_EQ(q0, 3);
+  EXPECT_EQ(q1, 2);
   EXPECT_EQ(ln1, 1007u);
-  EXPECT_EQ(buf[token_layout::payload_offset(3)], std::byte{9});
-  EXPECT_EQ(q0, 2);
+  EXPECT_EQ(buf[token_layout::payload_offset(4)], std::byte{9});
 }
 
 // The wire is little-endian on every host: the exact bytes of one token.
 TEST(TokenCodec, IntegersAreLittleEndianBytes) {
   token t;
-  t.ln = {seq_t(0x0102030405060708u), seq_t(0xf0e0d0c0b0a09080u)};
-  t.queue = {rank_t(-2)};
+  t.ln = {seq_t(0x0102030405060708u), seq_t(0xf0e0d0c0b0a09080u), seq_t(3)};
+  t.queue = {rank_t(2)};
   const std::byte payload[] = {std::byte{0xaa}};
-  std::vector<std::byte> buf(token_layout::max_bytes(2, 1));
-  ASSERT_EQ(encode_token(t, payload, buf), buf.size());
-  const std::vector<int> want = {0x08, 0x07, 0x06, 0x05,   // LN[0], its low 32 bits
-                                 0x80, 0x90, 0xa0, 0xb0,   // LN[1]
-                                 0xaa, 0x00, 0x00, 0x00,   // payload, padded to 4
-                                 0xfe, 0xff, 0xff, 0xff};  // Q[0] = -2
+  std::vector<std::uint8_t> marks(3, 0);
+  std::vector<std::byte> buf(token_layout::bytes(3, 1));
+  ASSERT_EQ(encode_token(token_frame{3, {}}, t, 1, payload, buf, marks), buf.size());
+  const std::vector<int> want = {0x01, 0x00, 0x00, 0x00,   // q = 1
+                                 0x02, 0x00, 0x00, 0x00,   // Q[0] = 2
+                                 0x08, 0x07, 0x06, 0x05,   // LN[0], its low 32 bits
+                                 0xaa, 0x00, 0x00, 0x00};  // payload, padded to 4
   ASSERT_EQ(buf.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(std::to_integer<int>(buf[i]), want[i]) << "byte " << i;
   token back;
   std::byte out[1];
-  ASSERT_TRUE(decode_token(buf, 2, back, out));
-  EXPECT_EQ(back.ln, (std::vector{seq_t(0x05060708u), seq_t(0xb0a09080u)}));
+  ASSERT_TRUE(decode_token(buf, token_frame{3, {}}, 1, back, out, marks));
+  EXPECT_EQ(back.ln, (std::vector{seq_t(0x05060708u), seq_t(0), seq_t(0)}));
   widen_ln(back.ln, t.ln);
-  EXPECT_EQ(back.ln, t.ln);
+  EXPECT_EQ(back.ln[0], t.ln[0]);
   EXPECT_EQ(back.queue, t.queue);
   EXPECT_EQ(out[0], std::byte{0xaa});
 }
@@ -110,33 +163,41 @@ TEST(TokenCodec, WidensLnAgainstRnAcrossTheWrap) {
   EXPECT_EQ(low[0], seq_t(wrap - 1));
 }
 
-TEST(TokenCodec, RefusesLengthsNoTokenHasAndLongQueues) {
+TEST(TokenCodec, RefusesWhatNoTokenIs) {
   const std::size_t n = 4;
-  std::vector<std::byte> buf(token_layout::max_bytes(n) + 8);
-  const std::size_t len = encode_token(make(n, 1), {}, buf);
+  const token_frame f{n, {}};
+  std::vector<std::uint8_t> marks(n, 0);
+  std::vector<std::byte> buf(token_layout::bytes(n) + 8);
+  const std::size_t len = encode_token(f, make(n, 1, 0), 0, {}, std::span(buf).first(token_layout::bytes(n)), marks);
   token u;
-  const auto refused = [&](std::size_t bytes, std::span<std::byte> payload) {
-    return !decode_token(std::span(buf).first(bytes), n, u, payload) &&
-           !u.well_formed(static_cast<std::int32_t>(n), rank_t(0));
+  const auto refused = [&](std::span<const std::byte> b, std::span<std::byte> payload, std::size_t self = 0) {
+    const bool r = !decode_token(b, f, self, u, payload, marks) && !u.well_formed(static_cast<std::int32_t>(n), rank_t(0));
+    return r && marks == std::vector<std::uint8_t>(n, 0);
   };
-  EXPECT_TRUE(refused(len - 1, {}));                        // not a whole entry
-  EXPECT_TRUE(refused(token_layout::bytes(n, 0, 0) - 4, {}));  // shorter than LN
-  EXPECT_TRUE(refused(token_layout::bytes(n, 0, n), {}));    // n queued: one too many
-  EXPECT_TRUE(refused(token_layout::bytes(n, 0, n + 1), {}));
+  ASSERT_TRUE(decode_token(std::span(buf).first(len), f, 0, u, {}, marks));
+  EXPECT_TRUE(refused(std::span(buf).first(len - 1), {}));  // not a whole entry
+  EXPECT_TRUE(refused(std::span(buf).first(len - 4), {}));  // one entry short
+  EXPECT_TRUE(refused(std::span(buf).first(len + 4), {}));  // one entry long
+  EXPECT_TRUE(refused(std::span(buf).first(len), {}, 3));   // queued: rank 3, the receiver
+  EXPECT_TRUE(refused(std::span(buf).first(len), {}, n));   // a receiver out of range
+  const auto with_queue = [&](std::vector<std::int32_t> q) {
+    std::vector<std::byte> b(token_layout::bytes(n), std::byte{0});
+    const auto l = static_cast<std::uint32_t>(q.size());
+    std::memcpy(b.data(), &l, 4);
+    std::memcpy(b.data() + 4, q.data(), 4 * std::min(q.size(), n - 1));
+    return b;
+  };
+  EXPECT_TRUE(refused(with_queue({1, 2, 3, 1}), {}));  // n queued: one too many
+  EXPECT_TRUE(refused(with_queue({2, 2}), {}));        // one rank twice
+  EXPECT_TRUE(refused(with_queue({4}), {}));           // out of range
+  EXPECT_TRUE(refused(with_queue({-2}), {}));
+  EXPECT_FALSE(refused(with_queue({1, 2, 3}), {}));    // the longest queue
   // A one-byte payload pads to four; a pad byte that is not zero is refused.
-  std::vector<std::byte> payload(1, std::byte{7}), with(token_layout::max_bytes(n, 1));
-  const std::size_t plen = encode_token(make(n, 0), payload, with);
-  ASSERT_EQ(plen, token_layout::bytes(n, 1, 0));
-  EXPECT_TRUE(decode_token(std::span(with).first(plen), n, u, payload));
+  std::vector<std::byte> payload(1, std::byte{7}), with(token_layout::bytes(n, 1));
+  ASSERT_EQ(encode_token(f, make(n, 0, 0), 0, payload, with, marks), with.size());
+  EXPECT_TRUE(decode_token(with, f, 0, u, payload, marks));
   with[token_layout::payload_offset(n) + 1] = std::byte{1};
-  EXPECT_FALSE(decode_token(std::span(with).first(plen), n, u, payload));
-  EXPECT_FALSE(u.well_formed(static_cast<std::int32_t>(n), rank_t(0)));
-  // A length in range with a duplicate id decodes, and well_formed rejects it.
-  const std::int32_t three = 3;
-  std::memcpy(buf.data() + token_layout::queue_offset(n, 0), &three, sizeof three);
-  std::memcpy(buf.data() + token_layout::queue_offset(n, 0) + 4, &three, sizeof three);
-  EXPECT_TRUE(decode_token(std::span(buf).first(token_layout::bytes(n, 0, 2)), n, u, {}));
-  EXPECT_FALSE(u.well_formed(static_cast<std::int32_t>(n), rank_t(0)));
+  EXPECT_TRUE(refused(with, payload));
 }
 
 }  // namespace

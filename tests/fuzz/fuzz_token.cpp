@@ -1,9 +1,11 @@
 // Fuzz target: the token decoder, token::well_formed and a requesting peer that
 // receives the decoded token. The input chooses n, the owner and the payload size,
 // and the rest is the buffer as it came off the wire. Whatever the bytes: no crash,
-// a token that decodes is re-encoded to the same bytes and widens to the same low
-// 32 bits of LN, a token well_formed accepts satisfies what it promises, and the
-// peer either refuses it (bad_token, state unchanged) or holds exactly that token.
+// a token that decodes (in either topology's framing) is re-encoded to the same
+// bytes and widens to the same low 32 bits of LN, a token well_formed accepts
+// satisfies what it promises, and the peer either refuses it (bad_token, state
+// unchanged) or holds exactly that token, the entries not carried set.
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -23,21 +25,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   constexpr std::size_t header = 4;  // the four bytes read above
   const std::uint8_t* rest = data + (size < header ? size : header);
   const std::size_t rest_size = size < header ? 0 : size - header;
-  // Mostly a length some token has: its queue length from the next input byte.
-  const std::size_t queued = (rest_size > 0 ? rest[0] : 0) % static_cast<std::size_t>(n);
-  std::vector<std::byte> buf(exact ? token_layout::bytes(static_cast<std::size_t>(n), payload_bytes, queued)
-                                   : rest_size);
+  // Mostly the length every token of n entries has.
+  std::vector<std::byte> buf(exact ? token_layout::bytes(static_cast<std::size_t>(n), payload_bytes) : rest_size);
   for (std::size_t i = 0; i < buf.size() && i < rest_size; ++i) buf[i] = std::byte(rest[i]);
 
+  const token_frame flat{static_cast<std::size_t>(n), {}};
+  std::vector<std::uint8_t> marks(static_cast<std::size_t>(n), 0);
   token t;
   std::vector<std::byte> payload(payload_bytes);
-  const bool decoded = decode_token(buf, static_cast<std::size_t>(n), t, payload);
+  const bool decoded = decode_token(buf, flat, self.index(), t, payload, marks);
   const bool ok = t.well_formed(n, self);
   FUZZ_CHECK(decoded || !ok);  // a refused buffer never yields an acceptable token
+  FUZZ_CHECK(decoded == ok);   // the decoder checks the queue as well_formed does
+  FUZZ_CHECK(std::all_of(marks.begin(), marks.end(), [](std::uint8_t m) { return m == 0; }));
   if (decoded) {
-    std::vector<std::byte> again(token_layout::max_bytes(static_cast<std::size_t>(n), payload_bytes));
-    again.resize(encode_token(t, payload, again));  // LN as it came: 32-bit values
+    std::vector<std::byte> again(token_layout::bytes(static_cast<std::size_t>(n), payload_bytes));
+    again.resize(encode_token(flat, t, self.index(), payload, again, marks));  // LN as it came
     FUZZ_CHECK(again == buf);
+    for (rank_t r : t.queue) FUZZ_CHECK(t.ln[r.index()] == seq_t(0));  // not carried
+    FUZZ_CHECK(t.ln[self.index()] == seq_t(0));
   }
   if (ok) {
     FUZZ_CHECK(t.ln.size() == static_cast<std::size_t>(n) && t.queue.size() < static_cast<std::size_t>(n));
@@ -47,6 +53,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       seen[r.index()] = true;
     }
   }
+  // The same bytes framed for the node topology, two ranks per node: the queue's
+  // ranks stand for distinct nodes other than the receiver's, and a decoded token
+  // re-encodes to the same bytes.
+  std::vector<std::int32_t> node_of(2 * static_cast<std::size_t>(n));
+  for (std::size_t r = 0; r < node_of.size(); ++r) node_of[r] = static_cast<std::int32_t>(r / 2);
+  const token_frame by_node{static_cast<std::size_t>(n), node_of};
+  token tn;
+  if (decode_token(buf, by_node, self.index(), tn, payload, marks)) {
+    std::vector<bool> seen(static_cast<std::size_t>(n), false);
+    for (rank_t r : tn.queue) {
+      FUZZ_CHECK(by_node.valid(r.value()) && by_node.slot(r.value()) != self.index() && !seen[by_node.slot(r.value())]);
+      seen[by_node.slot(r.value())] = true;
+    }
+    std::vector<std::byte> again(buf.size());
+    FUZZ_CHECK(encode_token(by_node, tn, self.index(), payload, again, marks) == buf.size() && again == buf);
+  }
+  FUZZ_CHECK(std::all_of(marks.begin(), marks.end(), [](std::uint8_t m) { return m == 0; }));
 
   // A peer that asked for the token: it enters with a well-formed one and refuses,
   // unchanged, anything else.
@@ -61,9 +84,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t j = 0; j < wire.size(); ++j)
       FUZZ_CHECK(static_cast<std::uint32_t>(t.ln[j].value()) == wire[j].value());
   }
+  token expect = t;  // the entries the wire does not carry, as the peer sets them
+  if (ok) {
+    for (rank_t r : expect.queue) expect.ln[r.index()] = seq_t(0);
+    expect.ln[self.index()] = seq_t(p.rn(self).value() - 1);
+  }
   const step s = p.on_token(t);
   if (ok) {
-    FUZZ_CHECK(s.ok() && p.mode() == mode::in_cs && p.held() && *p.held() == t);
+    FUZZ_CHECK(s.ok() && p.mode() == mode::in_cs && p.held() && *p.held() == expect);
   } else {
     FUZZ_CHECK(s.st == status::bad_token && p == before);
   }

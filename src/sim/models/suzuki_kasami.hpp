@@ -106,7 +106,7 @@ class suzuki_kasami {
     if (to < 0 || to >= n_ || sink(to))
       fail("token sent to rank " + std::to_string(to) + ", which never requested");
     holder_ = to;
-    e.send_ahead(from, to, msg_kind::token, token_bytes(n_, flight_->queue.size()));
+    e.send_ahead(from, to, msg_kind::token, token_bytes(n_));
   }
   static void check(const protocol::step& s, const protocol::peer& nd, const char* what);
   [[noreturn]] static void fail(const std::string& why);

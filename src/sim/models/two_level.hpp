@@ -7,7 +7,7 @@
 //   - a grant to another rank of the node: no message, the waiter enters
 //     `local_grant` later (the shared-memory store it spins on; calibrated from the
 //     runtime's measured intra-node handoff, docs/simulator.md);
-//   - the token (LN and queue over K nodes, 4K + 4q bytes) to one rank: a message;
+//   - the token (LN and queue over K nodes, 4K bytes) to one rank: a message;
 //   - REQUEST(seq, requester), 16 bytes, to the leader (local rank 0) of each of the
 //     other K-1 nodes: a multicast, in the cohort's broadcast order, as the runtime
 //     sends it.
@@ -116,7 +116,7 @@ class two_level {
       for (std::int32_t q = 0; q < v.h->tq_len; ++q) f.queue.push_back(protocol::rank_t(v.tq[q]));
       flight_ = std::move(f);
       flight_to_ = s.act.token_to.value();
-      e.send_ahead(self, flight_to_, msg_kind::token, token_bytes(k_, flight_->queue.size()));
+      e.send_ahead(self, flight_to_, msg_kind::token, token_bytes(k_));
     }
     if (s.act.broadcast) {
       std::vector<std::int32_t> to = e.borrow_list();

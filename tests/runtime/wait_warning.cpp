@@ -1,6 +1,6 @@
 // The wait warning where no progress thread is possible: MPI is initialized with
 // MPI_THREAD_FUNNELED, so the default progress resolves to inside calls. Rank 0
-// keeps the token idle and computes for 1.5 s without calling tally; every other
+// keeps the token idle and computes for 0.9 s without calling tally; every other
 // rank waits in lock() and must print one diagnostic after the 0.3 s limit (the
 // option for the first mutex, TALLY_WAIT_WARNING for the second), then get the
 // lock once rank 0 polls. The output is checked by ctest (EXPECT regexes).
@@ -31,7 +31,7 @@ int scenario(tally::mutex& m) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
-    compute_for(std::chrono::milliseconds(1500));  // no tally call: the others wait
+    compute_for(std::chrono::milliseconds(900));  // no tally call: the others wait
     m.poll();
   }
   m.lock();

@@ -169,20 +169,24 @@ const seq_t* cohort_world::token_ln() const {
   return nullptr;
 }
 
-bool cohort_world::carried(std::int32_t j) const {
+std::vector<std::uint8_t> cohort_world::carried() const {
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(nodes()), 1);
+  const auto drop = [&](std::int32_t r) { out[static_cast<std::size_t>(node_of(rank_t(r)))] = 0; };
   if (flight_) {
-    if (node_of(flight_->to) == j) return false;
-    for (rank_t r : flight_->queue)
-      if (node_of(r) == j) return false;
-    return true;
+    drop(flight_->to.value());
+    for (rank_t r : flight_->queue) drop(r.value());
+    return out;
   }
+  const protocol::cohort_layout& l = shape_->layout;
   for (std::int32_t k = 0; k < nodes(); ++k) {
-    const protocol::cohort_view v = node(k).state();  // pointers into the node's block
-    if (!v.h->has_token) continue;
-    for (std::int32_t q = 0; q < v.h->tq_len; ++q)
-      if (shape_->node_of[static_cast<std::size_t>(v.tq[q])] == j) return false;
+    const std::uint8_t* b = block(k);
+    const auto* h = reinterpret_cast<const protocol::cohort_header*>(b + l.header);
+    if (!h->has_token) continue;
+    const auto* tq = reinterpret_cast<const std::int32_t*>(b + l.tq);
+    for (std::int32_t q = 0; q < h->tq_len; ++q) drop(tq[q]);
+    break;
   }
-  return true;
+  return out;
 }
 
 std::optional<std::string> cohort_world::violation() const {
@@ -243,6 +247,7 @@ std::optional<std::string> cohort_world::violation() const {
 
   // C6 request numbers.
   const seq_t* ln = token_ln();
+  const std::vector<std::uint8_t> carried_ln = carried();
   std::vector<const seq_t*> rn(static_cast<std::size_t>(K));
   for (std::int32_t i = 0; i < K; ++i) rn[static_cast<std::size_t>(i)] = node(i).state().rn;
   for (std::int32_t j = 0; j < K; ++j) {
@@ -251,7 +256,7 @@ std::optional<std::string> cohort_world::violation() const {
     for (std::int32_t i = 0; i < K; ++i)
       if (rn[static_cast<std::size_t>(i)][j] > own)
         return report{}("RN_", i, "[", j, "] exceeds RN_", j, "[", j, "] = ", own.value());
-    if (!carried(j)) {  // queued or the token's destination: 0, as on the wire
+    if (!carried_ln[static_cast<std::size_t>(j)]) {  // queued or the token's destination: 0, as on the wire
       if (ln[j] != seq_t(0)) return report{}("LN[", j, "] = ", ln[j].value(), " for a node the token does not carry it for");
       continue;
     }
@@ -315,8 +320,11 @@ std::optional<std::string> cohort_world::regression_from(const cohort_world& bef
   }
   const seq_t* a = before.token_ln();
   const seq_t* b = token_ln();
-  for (std::int32_t j = 0; j < nodes(); ++j)
-    if (before.carried(j) && carried(j) && b[j] < a[j]) return report{}("LN[", j, "] decreased");
+  const std::vector<std::uint8_t> was = before.carried(), is = carried();
+  for (std::int32_t j = 0; j < nodes(); ++j) {
+    const auto ju = static_cast<std::size_t>(j);
+    if (was[ju] && is[ju] && b[j] < a[j]) return report{}("LN[", j, "] decreased");
+  }
   return std::nullopt;
 }
 

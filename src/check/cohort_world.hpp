@@ -101,9 +101,9 @@ class cohort_world {
   verdict carry(std::int32_t k, const protocol::cohort_step& s, const char* what, rank_t at);
   // The token's LN wherever the token is.
   const seq_t* token_ln() const;
-  // Whether the token carries LN[j]: node j is neither queued nor the token's
+  // Per node j, 1 where the token carries LN[j]: j is neither queued nor the token's
   // destination (core/token_layout.hpp). LN[j] reads 0 where it is not.
-  bool carried(std::int32_t j) const;
+  std::vector<std::uint8_t> carried() const;
 
   // What construction fixes, shared by copies (a model check holds millions).
   struct shape {

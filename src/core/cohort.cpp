@@ -133,7 +133,7 @@ void cohort::release(std::int32_t by, cohort_action& act) noexcept {
   std::copy(v_.tq + 1, v_.tq + h.tq_len, v_.tq);
   v_.tq[--h.tq_len] = -1;
   // Not carried (core/token_layout.hpp): the token in memory reads as on the wire.
-  for (std::int32_t q = 0; q < h.tq_len; ++q) v_.ln[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = seq_t(0);
+  for (std::int32_t q = 0; q < h.tq_len; ++q) v_.ln[static_cast<std::size_t>(node_of(rank_t(v_.tq[q])))] = seq_t(0);
   v_.ln[static_cast<std::size_t>(node_of(act.token_to))] = seq_t(0);
   h.has_token = 0;
   ++v_.ctr[static_cast<std::size_t>(by)].tokens_sent;

@@ -94,14 +94,13 @@ bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::siz
   t.ln.resize(n);
   const std::byte* at = p + layout::ln_offset(len);
   for (std::size_t j = 0; j < n; ++j) {
-    if (marks[j]) {
+    if (marks[j]) {  // not carried (and the marks left as they came: zero)
       marks[j] = 0;
       t.ln[j] = seq_t(0);
-      continue;
+    } else if (ok) {  // a queue refused above: its LN count is unknown, read none
+      t.ln[j] = seq_t(get_le<std::uint32_t>(at));
+      at += layout::ln_entry;
     }
-    // A queue that failed above carried fewer marks: stop at the payload.
-    t.ln[j] = ok ? seq_t(get_le<std::uint32_t>(at)) : seq_t(0);
-    if (ok) at += layout::ln_entry;
   }
   if (!ok) return malformed();
   if (!payload.empty()) std::memcpy(payload.data(), p + layout::payload_offset(n), payload.size());

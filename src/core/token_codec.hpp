@@ -8,8 +8,9 @@
 // RN[j] - 1 (a participant asks again only after its last request was served, and
 // the LN entries the token carries never decrease), and LN[j] - RN[j] is at most the
 // number of j's REQUESTs not yet handled by the receiver (docs/design.md, "Transport").
-// The queued entries' LN and the receiver's own are not carried: the decoder leaves
-// them 0 and the receiving protocol core sets them (peer::on_token, cohort::on_token).
+// The queued entries' LN and the receiver's own are not carried (their slots hold
+// the queue): the decoder leaves them 0 and the receiving protocol core sets them
+// (peer::on_token, cohort::on_token).
 #pragma once
 
 #include <cstddef>
@@ -36,22 +37,22 @@ struct token_frame {
 };
 
 // Writes the token for the receiver whose LN index is `to` into buf, which must
-// hold token_layout::bytes(f.n, payload.size()): the queue (fewer than n entries,
-// distinct LN indices, none `to`), LN less the queued entries and `to`, the payload.
-// marks: f.n bytes, zero on entry and on return. Returns the message's length.
+// hold token_layout::bytes(f.n, payload.size()): LN in every slot but the receiver's
+// and the queued entries', which hold the queue's links (core/token_layout.hpp), then
+// the payload. The queue must have fewer than n entries, distinct LN indices, none
+// `to` (the protocol core's invariant; not checked). Returns the message's length.
 std::size_t encode_token(const token_frame& f, std::span<const seq_t> ln, std::span<const std::int32_t> queue,
-                         std::size_t to, std::span<const std::byte> payload, std::span<std::byte> buf,
-                         std::span<std::uint8_t> marks) noexcept;
+                         std::size_t to, std::span<const std::byte> payload, std::span<std::byte> buf) noexcept;
 std::size_t encode_token(const token_frame& f, const token& t, std::size_t to, std::span<const std::byte> payload,
-                         std::span<std::byte> buf, std::span<std::uint8_t> marks) noexcept;
+                         std::span<std::byte> buf) noexcept;
 
 // Reads a message for the receiver whose LN index is `self` (buf: exactly the bytes
 // received) into t, reusing t's storage, and copies payload.size() payload bytes
 // out. LN holds the wire's 32-bit values until widen_ln, 0 for the entries not
 // carried. Returns false when buf is not token_layout::bytes(f.n, payload.size())
-// long, the queue is longer than n - 1 or names an entry out of range, `self` or one
-// LN index twice, or the padding is not zero; t is then a token that
-// token::well_formed rejects. marks as for encode_token.
+// long, the queue names an entry out of range, `self` or one LN index twice, or the
+// padding is not zero; t is then a token that token::well_formed rejects.
+// marks: f.n bytes of scratch, zero on entry and on return.
 bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, token& t,
                   std::span<std::byte> payload, std::span<std::uint8_t> marks);
 

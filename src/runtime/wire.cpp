@@ -27,7 +27,7 @@ int wire_format::pack(const protocol::token& t, protocol::rank_t to, std::span<c
                       std::byte* buf) {
   const protocol::token_frame f = frame();
   return static_cast<int>(protocol::encode_token(f, t, f.slot(to.value()), payload.first(payload_bytes_),
-                                                 {buf, bytes()}, marks_) /
+                                                 {buf, bytes()}) /
                           layout::unit);
 }
 
@@ -35,7 +35,7 @@ int wire_format::pack(std::span<const protocol::seq_t> ln, std::span<const std::
                       protocol::rank_t to, std::span<const std::byte> payload, std::byte* buf) {
   const protocol::token_frame f = frame();
   return static_cast<int>(protocol::encode_token(f, ln.first(n_), queue, f.slot(to.value()),
-                                                 payload.first(payload_bytes_), {buf, bytes()}, marks_) /
+                                                 payload.first(payload_bytes_), {buf, bytes()}) /
                           layout::unit);
 }
 

@@ -1,8 +1,8 @@
 // The token's byte codec (core/token_codec.hpp): a round trip at several sizes,
 // queue lengths and receivers, in both topologies' framing; the layout's offsets;
 // the exact little-endian bytes; LN restored from 32 bits across the 2^32 boundary;
-// and the inputs it must refuse (a length that is no token's, a queue of n or more,
-// a queue naming the receiver, an entry out of range or one LN index twice, padding
+// and the inputs it must refuse (a length that is no token's, a queue naming the
+// receiver, an entry out of range or one LN index twice, a queue that loops, padding
 // that is not zero) by yielding a token that well_formed rejects.
 #include <gtest/gtest.h>
 
@@ -51,7 +51,7 @@ TEST(TokenCodec, RoundTripsAtSeveralSizesQueuesAndReceivers) {
           std::vector<std::byte> payload(p), back(p);
           for (std::size_t i = 0; i < p; ++i) payload[i] = std::byte(i * 31 + 1);
           std::vector<std::byte> buf(token_layout::bytes(n, p));
-          ASSERT_EQ(encode_token(f, t, to, payload, buf, marks), buf.size());
+          ASSERT_EQ(encode_token(f, t, to, payload, buf), buf.size());
           ASSERT_EQ(buf.size(), 4 * n + (p + 3) / 4 * 4);  // whatever q is
           token u;
           ASSERT_TRUE(decode_token(buf, f, to, u, back, marks)) << n << " " << p << " " << q << " " << to;
@@ -75,23 +75,23 @@ TEST(TokenCodec, QueueEntriesStandForTheirNodesLn) {
   t.ln = {seq_t(5), seq_t(6), seq_t(7)};
   t.queue = {rank_t(5)};  // node 2's rank 5 waits; the token goes to node 1
   std::vector<std::byte> buf(token_layout::bytes(3));
-  ASSERT_EQ(encode_token(f, t, 1, {}, buf, marks), 12u);
-  std::uint32_t words[3];
+  ASSERT_EQ(encode_token(f, t, 1, {}, buf), 12u);
+  std::int32_t words[3];
   std::memcpy(words, buf.data(), sizeof words);
-  EXPECT_EQ(words[0], 1u);  // q
-  EXPECT_EQ(words[1], 5u);  // Q[0], a rank
-  EXPECT_EQ(words[2], 5u);  // LN[0]: node 0's, the only one carried
+  EXPECT_EQ(words[0], 5);   // LN[0]: node 0's, the only one carried
+  EXPECT_EQ(words[1], 5);   // the receiver's slot: the queue's head, rank 5
+  EXPECT_EQ(words[2], -1);  // node 2's slot: nothing after rank 5
   token u;
   ASSERT_TRUE(decode_token(buf, f, 1, u, {}, marks));
   EXPECT_EQ(u.ln, (std::vector{seq_t(5), seq_t(0), seq_t(0)}));
   EXPECT_EQ(u.queue, t.queue);
-  // Two ranks of one node, a rank of the receiver's node, a rank out of range.
-  for (std::vector<std::int32_t> q : {std::vector{4, 5}, std::vector{3}, std::vector{6}, std::vector{-1}}) {
-    std::vector<std::byte> bad(buf.size(), std::byte{0});
-    const auto len = static_cast<std::uint32_t>(q.size());
-    std::memcpy(bad.data(), &len, 4);
-    std::memcpy(bad.data() + 4, q.data(), 4 * q.size());
-    EXPECT_FALSE(decode_token(bad, f, 1, u, {}, marks)) << q[0];
+  // Slots {node 0, node 1 (the receiver), node 2}: two ranks of one node, a rank of
+  // the receiver's node, ranks out of range, a list that loops back on itself.
+  for (std::vector<std::int32_t> w : {std::vector{0, 4, 5}, std::vector{0, 3, -1}, std::vector{0, 6, -1},
+                                      std::vector{0, -2, -1}, std::vector{4, 0, 1}, std::vector{0, 4, 4}}) {
+    std::vector<std::byte> bad(buf.size());
+    std::memcpy(bad.data(), w.data(), 12);
+    EXPECT_FALSE(decode_token(bad, f, 1, u, {}, marks)) << w[0] << " " << w[1] << " " << w[2];
     EXPECT_FALSE(u.well_formed(3, rank_t(1)));
     EXPECT_EQ(marks, std::vector<std::uint8_t>(3, 0));
   }
@@ -100,19 +100,14 @@ TEST(TokenCodec, QueueEntriesStandForTheirNodesLn) {
 TEST(TokenCodec, FieldsSitAtTheLayoutsOffsets) {
   token t = make(4, 2, 0);  // queue 3, 2; receiver 0: LN[1] alone is carried
   const std::byte payload[] = {std::byte{9}};
-  std::vector<std::uint8_t> marks(4, 0);
   std::vector<std::byte> buf(token_layout::bytes(4, 1));
-  ASSERT_EQ(encode_token(token_frame{4, {}}, t, 0, payload, buf, marks), 4 * 4 + 4u);
-  std::uint32_t q, ln1;
-  std::int32_t q0, q1;
-  std::memcpy(&q, buf.data(), sizeof q);
-  std::memcpy(&q0, buf.data() + token_layout::queue_offset(), sizeof q0);
-  std::memcpy(&q1, buf.data() + token_layout::queue_offset() + token_layout::queue_entry, sizeof q1);
-  std::memcpy(&ln1, buf.data() + token_layout::ln_offset(2), sizeof ln1);
-  EXPECT_EQ(q, 2u);
-  EXPECT_EQ(q0, 3);
-  EXPECT_EQ(q1, 2);
-  EXPECT_EQ(ln1, 1007u);
+  ASSERT_EQ(encode_token(token_frame{4, {}}, t, 0, payload, buf), 4 * 4 + 4u);
+  std::int32_t slot[4];
+  for (std::size_t j = 0; j < 4; ++j) std::memcpy(&slot[j], buf.data() + token_layout::slot_offset(j), 4);
+  EXPECT_EQ(slot[0], 3);     // the receiver's slot: the head
+  EXPECT_EQ(slot[3], 2);     // after 3 comes 2
+  EXPECT_EQ(slot[2], token_layout::end);
+  EXPECT_EQ(slot[1], 1007);  // LN[1]
   EXPECT_EQ(buf[token_layout::payload_offset(4)], std::byte{9});
 }
 
@@ -124,10 +119,10 @@ TEST(TokenCodec, IntegersAreLittleEndianBytes) {
   const std::byte payload[] = {std::byte{0xaa}};
   std::vector<std::uint8_t> marks(3, 0);
   std::vector<std::byte> buf(token_layout::bytes(3, 1));
-  ASSERT_EQ(encode_token(token_frame{3, {}}, t, 1, payload, buf, marks), buf.size());
-  const std::vector<int> want = {0x01, 0x00, 0x00, 0x00,   // q = 1
-                                 0x02, 0x00, 0x00, 0x00,   // Q[0] = 2
-                                 0x08, 0x07, 0x06, 0x05,   // LN[0], its low 32 bits
+  ASSERT_EQ(encode_token(token_frame{3, {}}, t, 1, payload, buf), buf.size());
+  const std::vector<int> want = {0x08, 0x07, 0x06, 0x05,   // slot 0: LN[0], its low 32 bits
+                                 0x02, 0x00, 0x00, 0x00,   // slot 1, the receiver's: head 2
+                                 0xff, 0xff, 0xff, 0xff,   // slot 2, queued: the end, -1
                                  0xaa, 0x00, 0x00, 0x00};  // payload, padded to 4
   ASSERT_EQ(buf.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(std::to_integer<int>(buf[i]), want[i]) << "byte " << i;
@@ -168,7 +163,7 @@ TEST(TokenCodec, RefusesWhatNoTokenIs) {
   const token_frame f{n, {}};
   std::vector<std::uint8_t> marks(n, 0);
   std::vector<std::byte> buf(token_layout::bytes(n) + 8);
-  const std::size_t len = encode_token(f, make(n, 1, 0), 0, {}, std::span(buf).first(token_layout::bytes(n)), marks);
+  const std::size_t len = encode_token(f, make(n, 1, 0), 0, {}, std::span(buf).first(token_layout::bytes(n)));
   token u;
   const auto refused = [&](std::span<const std::byte> b, std::span<std::byte> payload, std::size_t self = 0) {
     const bool r = !decode_token(b, f, self, u, payload, marks) && !u.well_formed(static_cast<std::int32_t>(n), rank_t(0));
@@ -178,23 +173,34 @@ TEST(TokenCodec, RefusesWhatNoTokenIs) {
   EXPECT_TRUE(refused(std::span(buf).first(len - 1), {}));  // not a whole entry
   EXPECT_TRUE(refused(std::span(buf).first(len - 4), {}));  // one entry short
   EXPECT_TRUE(refused(std::span(buf).first(len + 4), {}));  // one entry long
-  EXPECT_TRUE(refused(std::span(buf).first(len), {}, 3));   // queued: rank 3, the receiver
   EXPECT_TRUE(refused(std::span(buf).first(len), {}, n));   // a receiver out of range
+  // The slots of a token for rank 0 whose queue is q, the others' LN 0.
   const auto with_queue = [&](std::vector<std::int32_t> q) {
-    std::vector<std::byte> b(token_layout::bytes(n), std::byte{0});
-    const auto l = static_cast<std::uint32_t>(q.size());
-    std::memcpy(b.data(), &l, 4);
-    std::memcpy(b.data() + 4, q.data(), 4 * std::min(q.size(), n - 1));
+    std::vector<std::int32_t> slot(n, 0);
+    std::size_t link = 0;
+    for (std::int32_t e : q) {
+      slot[link] = e;
+      link = static_cast<std::size_t>(e);
+      if (link >= n) return slot;  // out of range: nothing follows it
+    }
+    slot[link] = token_layout::end;
+    return slot;
+  };
+  const auto bytes_of = [&](std::vector<std::int32_t> slot) {
+    std::vector<std::byte> b(token_layout::bytes(n));
+    std::memcpy(b.data(), slot.data(), b.size());
     return b;
   };
-  EXPECT_TRUE(refused(with_queue({1, 2, 3, 1}), {}));  // n queued: one too many
-  EXPECT_TRUE(refused(with_queue({2, 2}), {}));        // one rank twice
-  EXPECT_TRUE(refused(with_queue({4}), {}));           // out of range
-  EXPECT_TRUE(refused(with_queue({-2}), {}));
-  EXPECT_FALSE(refused(with_queue({1, 2, 3}), {}));    // the longest queue
+  EXPECT_TRUE(refused(bytes_of({2, 0, 3, 1}), {}));      // 2, 3, 1, 0: back to the receiver
+  EXPECT_TRUE(refused(bytes_of({1, 2, 3, 1}), {}));      // 1, 2, 3, 1: a loop
+  EXPECT_TRUE(refused(bytes_of({2, 0, 2, 0}), {}));      // 2, 2: one rank twice
+  EXPECT_TRUE(refused(bytes_of(with_queue({4})), {}));   // out of range
+  EXPECT_TRUE(refused(bytes_of(with_queue({-2})), {}));  // negative, not the end
+  EXPECT_FALSE(refused(bytes_of(with_queue({1, 2, 3})), {}));  // the longest queue
+  EXPECT_FALSE(refused(bytes_of(with_queue({})), {}));
   // A one-byte payload pads to four; a pad byte that is not zero is refused.
   std::vector<std::byte> payload(1, std::byte{7}), with(token_layout::bytes(n, 1));
-  ASSERT_EQ(encode_token(f, make(n, 0, 0), 0, payload, with, marks), with.size());
+  ASSERT_EQ(encode_token(f, make(n, 0, 0), 0, payload, with), with.size());
   EXPECT_TRUE(decode_token(with, f, 0, u, payload, marks));
   with[token_layout::payload_offset(n) + 1] = std::byte{1};
   EXPECT_TRUE(refused(with, payload));

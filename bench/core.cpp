@@ -1,0 +1,80 @@
+// tally_core_bench: the CPU one token hop costs in the protocol core, no MPI. Two
+// ranks of an n-rank group pass the token back and forth; every hop is one
+// REQUEST handled, the holder's release (its scan of LN and RN for fresh requests),
+// the token encoded, decoded, widened and taken in, then the receiver's own release.
+// Its time per LN entry calibrates tally-sim's --entry-time (docs/simulator.md).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/protocol.hpp"
+#include "core/token_codec.hpp"
+#include "core/token_layout.hpp"
+
+namespace {
+
+using namespace tally::protocol;
+
+// Both ends of a hop, the messages' storage reused as the runtime reuses it.
+struct hop_bench {
+  explicit hop_bench(std::int32_t n)
+      : peers{peer(rank_t(0), n, rank_t(0)), peer(rank_t(1), n, rank_t(0))},
+        frame{static_cast<std::size_t>(n), {}},
+        buf(token_layout::bytes(static_cast<std::size_t>(n))),
+        marks(static_cast<std::size_t>(n), 0) {}
+
+  // The holder h hands the token to the other rank, which enters and leaves.
+  void hop(bool codec) {
+    const int r = 1 - h;
+    const step asked = peers[r].lock();
+    const step s = peers[h].on_request(rank_t(r), asked.act.seq);
+    if (s.act.what != action::kind::send_token) throw std::logic_error("no handoff");
+    token t = *peers[h].take_token();
+    if (codec) {
+      encode_token(frame, t, static_cast<std::size_t>(r), {}, buf);
+      if (!decode_token(buf, frame, static_cast<std::size_t>(r), spare, {}, marks)) throw std::logic_error("decode");
+      widen_ln(spare.ln, peers[r].rn());
+      std::swap(t, spare);  // the decoded token goes in; the old one's storage is reused
+    }
+    peers[r].on_token(std::move(t));
+    peers[r].unlock();
+    h = r;
+  }
+
+  peer peers[2];
+  token_frame frame;
+  std::vector<std::byte> buf;
+  std::vector<std::uint8_t> marks;
+  token spare;
+  int h = 0;
+};
+
+void report(benchmark::State& st, std::int64_t n) {
+  st.counters["per_entry"] =
+      benchmark::Counter(static_cast<double>(st.iterations() * n), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// The whole hop: what --entry-time charges, half at each end.
+void BM_TokenHop(benchmark::State& st) {
+  hop_bench b(static_cast<std::int32_t>(st.range(0)));
+  for (auto _ : st) b.hop(true);
+  report(st, st.range(0));
+}
+
+// The hop without the codec (the token moved in memory): the core's share.
+void BM_TokenHopNoCodec(benchmark::State& st) {
+  hop_bench b(static_cast<std::int32_t>(st.range(0)));
+  for (auto _ : st) b.hop(false);
+  report(st, st.range(0));
+}
+
+void sizes(benchmark::internal::Benchmark* b) {
+  for (std::int64_t n : {2, 64, 512, 1024, 4096, 65536}) b->Arg(n);
+}
+BENCHMARK(BM_TokenHop)->Apply(sizes);
+BENCHMARK(BM_TokenHopNoCodec)->Apply(sizes);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -122,8 +122,13 @@ void cohort::release(std::int32_t by, cohort_action& act) noexcept {
   const auto self = static_cast<std::size_t>(shape_.node);
   v_.ln[self] = v_.rn[self];
   for (std::int32_t q = 0; q < h.tq_len; ++q) v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 1;
-  for (std::size_t j = 0; j < static_cast<std::size_t>(shape_.nodes); ++j)
-    if (j != self && !v_.scratch[j] && fresh(v_.rn[j], v_.ln[j])) v_.tq[h.tq_len++] = v_.requester[j];
+  const auto nodes = static_cast<std::size_t>(shape_.nodes);
+  for (std::size_t base = 0; base < nodes; base += fresh_chunk) {  // as peer::release
+    const std::size_t end = std::min(nodes, base + fresh_chunk);
+    if (end - base == fresh_chunk && !any_fresh(v_.rn + base, v_.ln + base)) continue;
+    for (std::size_t j = base; j < end; ++j)
+      if (j != self && !v_.scratch[j] && fresh(v_.rn[j], v_.ln[j])) v_.tq[h.tq_len++] = v_.requester[j];
+  }
   for (std::int32_t q = 0; q < h.tq_len; ++q) v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 0;
   h.passes = 0;
   h.remote_waiting = 0;

@@ -1,5 +1,6 @@
 #include "core/protocol.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -144,15 +145,11 @@ step peer::unlock() {
   return release();
 }
 
-namespace {
-constexpr std::size_t chunk = 16;
-// Whether any of a chunk's entries is fresh (a fixed count: the loop vectorizes).
 bool any_fresh(const seq_t* rn, const seq_t* ln) noexcept {
   std::uint64_t c = 0;
-  for (std::size_t k = 0; k < chunk; ++k) c |= rn[k].value() == ln[k].value() + 1 ? 1 : 0;
+  for (std::size_t k = 0; k < fresh_chunk; ++k) c |= rn[k].value() == ln[k].value() + 1 ? 1 : 0;
   return c != 0;
 }
-}  // namespace
 
 step peer::release() {
   token& t = *held_;
@@ -161,9 +158,9 @@ step peer::release() {
   // Fresh requests are few among n: a chunk is looked at entry by entry only when
   // a vectorized test finds one in it (a queued entry, its LN 0, may be one too).
   const auto n = static_cast<std::size_t>(n_);
-  for (std::size_t base = 0; base < n; base += chunk) {
-    const std::size_t end = std::min(n, base + chunk);
-    if (end - base == chunk && !any_fresh(rn_.data() + base, t.ln.data() + base)) continue;
+  for (std::size_t base = 0; base < n; base += fresh_chunk) {
+    const std::size_t end = std::min(n, base + fresh_chunk);
+    if (end - base == fresh_chunk && !any_fresh(rn_.data() + base, t.ln.data() + base)) continue;
     for (std::size_t k = base; k < end; ++k)
       if (!queued_[k] && fresh(rn_[k], t.ln[k])) t.queue.push_back(rank_t(static_cast<std::int32_t>(k)));
   }

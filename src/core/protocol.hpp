@@ -75,6 +75,10 @@ class seq_t {
 // The Suzuki–Kasami rule: a participant whose highest request number seen (RN) is
 // one past its last served request (LN) waits for the token.
 constexpr bool fresh(seq_t rn, seq_t ln) noexcept { return rn == ln.next(); }
+// Whether any of fresh_chunk consecutive entries is fresh: the release scans' quick
+// test, so that only a chunk with a waiter is looked at entry by entry.
+inline constexpr std::size_t fresh_chunk = 16;
+bool any_fresh(const seq_t* rn, const seq_t* ln) noexcept;
 
 enum class mode : std::uint8_t { idle, requesting, in_cs };
 

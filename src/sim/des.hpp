@@ -213,6 +213,8 @@ struct delay_lane {
 //   bool sink(int32 j) const          messages to j cost j nothing and change nothing
 //   void prefetch(int32 to, int32 from) const   cache hint for a coming delivery
 //   uint64 local_entries(const raw_results&) const   entries that cost no message
+//   int64 token_entries() const       optional: LN entries of its token; each end of
+//                                     a token's trip pays network().entry_time each
 //   void lock(E&, int32 i)            i wants the CS (it has no outstanding request)
 //   void unlock(E&, int32 i)          i leaves the CS
 //   void deliver(E&, const message&)  a message is handled at m.to at e.now()
@@ -268,6 +270,13 @@ class scheduler {
   const network_params& link(std::int32_t from, std::int32_t to) const noexcept {
     return rpn_ > 0 && from / rpn_ == to / rpn_ ? intra_ : net_;
   }
+  // The CPU a message of kind k costs each end beyond o on link p (c per token entry).
+  ps_t extra_cpu(const network_params& p, msg_kind k) const noexcept {
+    if constexpr (requires(const Model& m) { m.token_entries(); })
+      return k == msg_kind::token ? p.entry_time * model_.token_entries() : 0;
+    else
+      return 0;
+  }
   // Rank i enters its critical section now. Throws invariant_violation if another
   // rank is in its CS or i has no outstanding request.
   void enter(std::int32_t i);
@@ -296,8 +305,9 @@ class scheduler {
   void start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::int32_t count,
                   std::uint32_t list, std::uint64_t val);
   std::int32_t recipient(const detail::cast& c) const noexcept;
-  // m reaches its receiver at t; o: the receiver's handling overhead on its link.
-  void arrive(ps_t t, const message& m, ps_t o);
+  // m reaches its receiver at t; o: the receiver's handling overhead on its link,
+  // extra: its CPU beyond o for this message.
+  void arrive(ps_t t, const message& m, ps_t o, ps_t extra);
   void fire_cast(std::size_t lane_index, detail::cast c);
   void fire(const event& e);
   void issue(std::int32_t i);

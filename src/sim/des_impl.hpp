@@ -78,15 +78,20 @@ template <class Model>
 void scheduler<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
                          std::uint64_t val, bool ahead) {
   const network_params& p = link(from, to);
+  // A token's CPU beyond o: the sender's before injection (the port is its CPU), the
+  // receiver's after its o (arrive()).
+  const ps_t extra = extra_cpu(p, k);
+  const ps_t busy = p.slot(bytes) + extra;
   ps_t start = 0;
-  if (!ahead || !cut_in(from, p.slot(bytes), start)) start = reserve_port(from, p.slot(bytes));
+  if (!ahead || !cut_in(from, busy, start)) start = reserve_port(from, busy);
   const auto ki = static_cast<std::size_t>(k);
   ++r_.messages[ki];
   r_.bytes[ki] += bytes;
+  const ps_t transit = p.transit(bytes) + extra;
   if (start == now_)
-    schedule_in(p.transit(bytes), event::type::arrive, k, from, to, val);
+    schedule_in(transit, event::type::arrive, k, from, to, val);
   else
-    schedule(start + p.transit(bytes), event::type::arrive, k, from, to, val);
+    schedule(start + transit, event::type::arrive, k, from, to, val);
 }
 
 template <class Model>
@@ -194,15 +199,16 @@ std::int32_t scheduler<Model>::recipient(const detail::cast& c) const noexcept {
 }
 
 // A message reaches m.to's receive handler; `t` is when an idle handler would be done
-// with it (arrival + o). A busy handler defers it; a sink drops it.
+// with it (arrival + o), so events reach here in arrival order. `extra`: handling
+// beyond o (a token's decoding). A busy handler defers it; a sink drops it.
 template <class Model>
-void scheduler<Model>::arrive(ps_t t, const message& m, ps_t o) {
+void scheduler<Model>::arrive(ps_t t, const message& m, ps_t o, ps_t extra) {
   advance(t);
   if (model_.sink(m.to)) return;
   ps_t& rx = rx_[static_cast<std::size_t>(m.to)];
   const ps_t arrival = t - o;
-  if (rx > arrival) {
-    rx += o;
+  if (rx > arrival || extra > 0) {
+    rx = std::max(rx, arrival) + o + extra;
     schedule(rx, event::type::handle, m.kind, m.from, m.to, m.val);
     return;
   }
@@ -212,7 +218,7 @@ void scheduler<Model>::arrive(ps_t t, const message& m, ps_t o) {
 
 template <class Model>
 void scheduler<Model>::fire_cast(std::size_t lane_index, detail::cast c) {
-  arrive(c.t, message{c.kind, c.from, recipient(c), c.val}, net_.overhead);
+  arrive(c.t, message{c.kind, c.from, recipient(c), c.val}, net_.overhead, 0);
   if (++c.pos < c.count) {
     c.t += lanes_[lane_index].slot;
     c.tie = tie_++;
@@ -234,8 +240,11 @@ void scheduler<Model>::fire(const event& e) {
       advance(e.t);
       leave(e.a);
       return;
-    case event::type::arrive:
-      arrive(e.t, message{e.kind, e.a, e.b, e.val}, link(e.a, e.b).overhead);
+    case event::type::arrive: {
+      const network_params& p = link(e.a, e.b);
+      arrive(e.t, message{e.kind, e.a, e.b, e.val}, p.overhead, extra_cpu(p, e.kind));
+      return;
+    }
       return;
     case event::type::handle:
       advance(e.t);

@@ -57,10 +57,11 @@ const model_entry* find_model(std::string_view name) noexcept {
 
 const std::vector<network_preset>& network_presets() {
   // scripts/calibrate-sim on the development machine (Open MPI 4.1 shared memory,
-  // 2 ranks); the run and its inputs: docs/simulator.md#calibration.
+  // 2 ranks); c from tally_core_bench's BM_TokenHop, half its slope per entry. The
+  // runs and their inputs: docs/simulator.md#calibration.
   static const std::vector<network_preset> presets{
-      //        L        o       g       G (ps/B)  E     R
-      {"shm", {145'600, 24'000, 41'900, 66.45, 4096, 1'737'000}},
+      //        L        o       g       G (ps/B)  E     R          W                          c
+      {"shm", {145'600, 24'000, 41'900, 66.45, 4096, 1'737'000, protocol::broadcast_window, 580}},
   };
   return presets;
 }

@@ -360,6 +360,24 @@ TEST(NetworkModel, SaturatedHandoffIsOneOrTwoMessageTimes) {
   }
 }
 
+TEST(NetworkModel, ATokenCostsEachEndItsEntriesCpu) {
+  // As above, with c per LN entry at both ends of the token's trip (sender's release
+  // and encoding, receiver's decoding): 2cn more per handoff, the others unchanged.
+  network_params p = net_a();
+  p.entry_time = 7 * ns;
+  for (std::int32_t n : {3, 33}) {
+    run_config c;
+    c.net = p;
+    c.load = per_rank(n, 20, fixed(5000 * ns));
+    c.algorithm = "suzuki-kasami";
+    const summary s = simulate(c);
+    EXPECT_EQ(s.handoff_p50, s.handoff_p99) << n;
+    EXPECT_EQ(s.handoff_p50, p.transit(4 * static_cast<std::uint64_t>(n)) + 2 * n * p.entry_time) << n;
+    c.algorithm = "ricart-agrawala";
+    EXPECT_EQ(simulate(c).handoff_p50, p.transit(0)) << n;
+  }
+}
+
 // --- two-level: the cohort core across simulated nodes ---------------------------------
 
 struct shape_case {
@@ -433,6 +451,21 @@ TEST(TwoLevel, SaturatedHandoffIsALocalGrantOrOneToken) {
     EXPECT_GE(grants, bound * (tokens - 4)) << "B=" << bound;  // ... and used in full
     EXPECT_EQ(s.entries, r.entries);
   }
+}
+
+TEST(TwoLevel, ATokenBetweenNodesCostsItsNodeEntriesCpu) {
+  // As above with c per LN entry: the token, of K = 4 entries, takes 2cK longer; a
+  // local grant is no token and costs the same.
+  run_config c = two_level_config(shape_case{4, 3, 2}, per_rank(12, 30, fixed(5000 * ns)));
+  c.net.entry_time = 7 * ns;
+  scheduler<two_level> e(c.net, c.load, c);
+  e.split_nodes(c.ranks_per_node, c.intra);
+  const raw_results r = e.run();
+  std::vector<ps_t> kinds(r.handoffs.begin(), r.handoffs.end());
+  std::sort(kinds.begin(), kinds.end());
+  kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+  const std::vector<ps_t> allowed{30 * ns, net_a().transit(token_bytes(4)) + 2 * 4 * 7 * ns};
+  EXPECT_EQ(kinds, allowed);
 }
 
 TEST(TwoLevel, WaitGrowsWithThePassBound) {

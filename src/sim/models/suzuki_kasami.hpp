@@ -87,6 +87,7 @@ class suzuki_kasami {
 
   const std::vector<protocol::peer>& peers() const noexcept { return peers_; }
   // Entries that cost no message (the holder re-entered).
+  std::int64_t token_entries() const noexcept { return n_; }
   std::uint64_t local_entries(const raw_results&) const noexcept;
 
  private:

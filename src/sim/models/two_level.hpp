@@ -40,6 +40,7 @@ class two_level {
   bool sink(std::int32_t) const noexcept { return false; }
   void prefetch(std::int32_t, std::int32_t) const noexcept {}
   // Entries that cost no message: re-entries of an idle holder and local grants.
+  std::int64_t token_entries() const noexcept { return k_; }
   std::uint64_t local_entries(const raw_results&) const noexcept;
 
   template <class E>

@@ -220,11 +220,15 @@ std::optional<std::string> cohort_world::violation() const {
       if ((seen[static_cast<std::size_t>(i)] != 0) != c.is_waiting(i))
         return report{}("node ", k, ": waiting flag of local rank ", i, " disagrees with the FIFO");
     if (h.has_token && h.requesting) return report{}("node ", k, " holds the token and requests it");
-    {  // the broadcast order names every other node once
+    {  // the broadcast order names every other node once (and so ends)
       std::vector<int> named(static_cast<std::size_t>(K), 0);
-      for (const std::int32_t j : c.broadcast_order())
+      std::int32_t count = 0;
+      for (const std::int32_t j : c.broadcast_order()) {
         if (j < 0 || j >= K || j == k || named[static_cast<std::size_t>(j)]++)
           return report{}("node ", k, ": broadcast order names node ", j, " out of range, itself or twice");
+        ++count;
+      }
+      if (count != K - 1) return report{}("node ", k, ": broadcast order names ", count, " of ", K - 1, " nodes");
     }
     if (h.has_token && h.in_cs < 0) {  // C4 an idle holder has nothing to hand on
       if (h.lq_len > 0) return report{}("idle holder node ", k, " has local waiters");

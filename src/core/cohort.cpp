@@ -36,7 +36,8 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
   place(l.tq, k * sizeof(std::int32_t));
   place(l.scratch, k);
   l.protocol_bytes = off;
-  place(l.recent, (k - 1) * sizeof(std::int32_t));
+  place(l.order_next, k * sizeof(std::int32_t));
+  place(l.order_prev, k * sizeof(std::int32_t));
   place(l.counters, r * sizeof(protocol::counters));
   l.bytes = off;
   return l;
@@ -47,7 +48,8 @@ cohort_view cohort_view::at(void* base, const cohort_layout& l) noexcept {
           protocol::at<std::int32_t>(base, l.requester), protocol::at<seq_t>(base, l.ln),
           protocol::at<std::int32_t>(base, l.tq),        protocol::at<std::int32_t>(base, l.lq),
           protocol::at<std::uint8_t>(base, l.waiting),   protocol::at<std::uint8_t>(base, l.scratch),
-          protocol::at<std::int32_t>(base, l.recent),    protocol::at<counters>(base, l.counters)};
+          protocol::at<std::int32_t>(base, l.order_next), protocol::at<std::int32_t>(base, l.order_prev),
+          protocol::at<counters>(base, l.counters)};
 }
 
 cohort::cohort(cohort_shape shape, cohort_view state, std::span<const std::int32_t> node_of,
@@ -78,8 +80,12 @@ void cohort::reset(std::int32_t owner_node) noexcept {
   std::fill_n(v_.scratch, k, std::uint8_t{0});
   std::fill_n(v_.ctr, r, counters{});
   v_.h->has_token = owner_node == shape_.node ? 1 : 0;
-  // Every node starts the order at its successor, so that first sends spread.
-  for (std::int32_t d = 1; d < shape_.nodes; ++d) v_.recent[d - 1] = (shape_.node + d) % shape_.nodes;
+  // Every node starts the order at its successor, so that first sends spread: the
+  // list runs j -> j + 1 (mod K) from this node round to it again.
+  for (std::int32_t j = 0; j < shape_.nodes; ++j) {
+    v_.order_next[static_cast<std::size_t>(j)] = (j + 1) % shape_.nodes;
+    v_.order_prev[static_cast<std::size_t>(j)] = (j + shape_.nodes - 1) % shape_.nodes;
+  }
   if (owner_node != shape_.node) heard_of(owner_node);
 }
 
@@ -130,6 +136,11 @@ void cohort::release(std::int32_t by, cohort_action& act) noexcept {
       if (j != self && !v_.scratch[j] && fresh(v_.rn[j], v_.ln[j])) v_.tq[h.tq_len++] = v_.requester[j];
   }
   for (std::int32_t q = 0; q < h.tq_len; ++q) v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 0;
+  pass_on(by, act);
+}
+
+void cohort::pass_on(std::int32_t by, cohort_action& act) noexcept {
+  cohort_header& h = *v_.h;
   h.passes = 0;
   h.remote_waiting = 0;
   if (h.tq_len == 0) return;  // idle holder: nobody waits anywhere
@@ -220,11 +231,17 @@ cohort_step cohort::unlock(std::int32_t i) {
 }
 
 void cohort::heard_of(std::int32_t j) noexcept {
-  std::int32_t* const first = v_.recent;
-  std::int32_t* const at = std::find(first, first + (shape_.nodes - 1), j);
-  if (at == first + (shape_.nodes - 1)) return;  // this node itself
-  std::copy_backward(first, at, at + 1);
-  *first = j;
+  if (j == shape_.node) return;  // not in the order
+  std::int32_t* const next = v_.order_next;
+  std::int32_t* const prev = v_.order_prev;
+  const auto at = [](std::int32_t x) { return static_cast<std::size_t>(x); };
+  next[at(prev[at(j)])] = next[at(j)];  // out of its place
+  prev[at(next[at(j)])] = prev[at(j)];
+  const std::int32_t self = shape_.node;  // in after this node's entry: first
+  next[at(j)] = next[at(self)];
+  prev[at(j)] = self;
+  prev[at(next[at(self)])] = j;
+  next[at(self)] = j;
 }
 
 cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
@@ -244,10 +261,15 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
   // A held token with a queue has remote_waiting set already (and LN is not read for
   // a queued node).
   if (!h.has_token || h.tq_len > 0 || !fresh(v_.rn[k], v_.ln[k])) return s;
-  if (h.in_cs < 0)
-    release(by, s.act);  // idle holder: hand off at once
-  else
+  if (h.in_cs < 0) {
+    // Idle holder: hand off at once. Its queue and local FIFO are empty and no other
+    // node waits (C4), so a release's scan would find node j alone: skip it.
+    v_.ln[static_cast<std::size_t>(shape_.node)] = v_.rn[static_cast<std::size_t>(shape_.node)];
+    v_.tq[h.tq_len++] = v_.requester[k];
+    pass_on(by, s.act);
+  } else {
     h.remote_waiting = 1;
+  }
   return s;
 }
 

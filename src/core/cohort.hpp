@@ -38,6 +38,7 @@
 #pragma once
 
 #include <cstddef>
+#include <iterator>
 #include <cstdint>
 #include <span>
 
@@ -73,7 +74,7 @@ struct cohort_header {
 // what any event does).
 struct cohort_layout {
   std::size_t header = 0, rn = 0, requester = 0, ln = 0, tq = 0, lq = 0, waiting = 0,
-              scratch = 0, protocol_bytes = 0, recent = 0, counters = 0, bytes = 0;
+              scratch = 0, protocol_bytes = 0, order_next = 0, order_prev = 0, counters = 0, bytes = 0;
   static cohort_layout of(std::int32_t nodes, std::int32_t locals) noexcept;
 };
 
@@ -87,7 +88,8 @@ struct cohort_view {
   std::int32_t* lq = nullptr;        // [R] local FIFO ring
   std::uint8_t* waiting = nullptr;   // [R] 1 iff the local rank is in the local FIFO
   std::uint8_t* scratch = nullptr;   // [K] all zero between calls
-  std::int32_t* recent = nullptr;    // [K-1] the other nodes, the likeliest holder first
+  std::int32_t* order_next = nullptr;  // [K] the broadcast order, a circular list through
+  std::int32_t* order_prev = nullptr;  // [K] this node's own entry: next of it is first
   counters* ctr = nullptr;           // [R] per local rank
 
   // The view of a block laid out by `layout` starting at `base` (8-byte aligned).
@@ -153,9 +155,8 @@ class cohort {
   // of it (it gets the token soon, if the lock is free, and it is a node that uses
   // the lock) or sends it the token; the initial owner starts in front. The order
   // decides only which REQUEST leaves first; every node still gets one.
-  std::span<const std::int32_t> broadcast_order() const noexcept {
-    return {v_.recent, static_cast<std::size_t>(shape_.nodes - 1)};
-  }
+  class order_range;
+  order_range broadcast_order() const noexcept;
 
  private:
   bool local(std::int32_t i) const noexcept { return i >= 0 && i < shape_.locals; }
@@ -164,12 +165,54 @@ class cohort {
   void request(std::int32_t by, cohort_action& act) noexcept;
   // The token is held and no rank is in the CS: SK release over nodes.
   void release(std::int32_t by, cohort_action& act) noexcept;
-  void heard_of(std::int32_t j) noexcept;  // moves node j to the front of recent
+  // The rest of a release once the queue is complete: the token to its head, if any.
+  void pass_on(std::int32_t by, cohort_action& act) noexcept;
+  void heard_of(std::int32_t j) noexcept;  // moves node j to the front of the order, O(1)
 
   cohort_shape shape_;
   cohort_view v_;
   std::span<const std::int32_t> node_of_;
   std::span<const std::int32_t> members_;
 };
+
+// The broadcast order as a range: the list from this node's entry round to it again.
+class cohort::order_range {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = std::int32_t;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const std::int32_t*;
+    using reference = std::int32_t;
+    iterator() = default;
+    iterator(const std::int32_t* next, std::int32_t at) noexcept : next_(next), at_(at) {}
+    std::int32_t operator*() const noexcept { return at_; }
+    iterator& operator++() noexcept {
+      at_ = next_[static_cast<std::size_t>(at_)];
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator was = *this;
+      ++*this;
+      return was;
+    }
+    friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.at_ == b.at_; }
+
+   private:
+    const std::int32_t* next_ = nullptr;
+    std::int32_t at_ = 0;
+  };
+  order_range(const std::int32_t* next, std::int32_t self) noexcept : next_(next), self_(self) {}
+  iterator begin() const noexcept { return {next_, next_[static_cast<std::size_t>(self_)]}; }
+  iterator end() const noexcept { return {next_, self_}; }
+  bool empty() const noexcept { return begin() == end(); }
+
+ private:
+  const std::int32_t* next_;
+  std::int32_t self_;
+};
+
+inline cohort::order_range cohort::broadcast_order() const noexcept { return {v_.order_next, shape_.node}; }
 
 }  // namespace tally::protocol

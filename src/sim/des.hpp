@@ -249,10 +249,11 @@ class scheduler {
   // later: the model is that much early for them); the port stays busy for both.
   // A new broadcast or multicast cuts in the same way, ahead of the previous one's
   // rest, as the runtime posts the newest broadcast's windows first.
+  // `before`: the sender's CPU ahead of this message (a release's scan).
   void send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
-            std::uint64_t val = 0, bool ahead = false);
-  void send_ahead(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes) {
-    send(from, to, k, bytes, 0, true);
+            std::uint64_t val = 0, bool ahead = false, ps_t before = 0);
+  void send_ahead(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes, ps_t before = 0) {
+    send(from, to, k, bytes, 0, true, before);
   }
   // Not a message: `to` learns something through shared memory `delay` after now
   // (a grant inside a node). Delivered to the model as kind k; not counted, no port.
@@ -270,7 +271,7 @@ class scheduler {
   const network_params& link(std::int32_t from, std::int32_t to) const noexcept {
     return rpn_ > 0 && from / rpn_ == to / rpn_ ? intra_ : net_;
   }
-  // The CPU a message of kind k costs each end beyond o on link p (c per token entry).
+  // The CPU a message of kind k costs each end beyond o on link p (e per token entry).
   ps_t extra_cpu(const network_params& p, msg_kind k) const noexcept {
     if constexpr (requires(const Model& m) { m.token_entries(); })
       return k == msg_kind::token ? p.entry_time * model_.token_entries() : 0;

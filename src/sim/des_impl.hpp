@@ -76,18 +76,18 @@ ps_t scheduler<Model>::reserve_port(std::int32_t from, ps_t busy) {
 
 template <class Model>
 void scheduler<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
-                         std::uint64_t val, bool ahead) {
+                         std::uint64_t val, bool ahead, ps_t before) {
   const network_params& p = link(from, to);
   // A token's CPU beyond o: the sender's before injection (the port is its CPU), the
   // receiver's after its o (arrive()).
   const ps_t extra = extra_cpu(p, k);
-  const ps_t busy = p.slot(bytes) + extra;
+  const ps_t busy = before + p.slot(bytes) + extra;
   ps_t start = 0;
   if (!ahead || !cut_in(from, busy, start)) start = reserve_port(from, busy);
   const auto ki = static_cast<std::size_t>(k);
   ++r_.messages[ki];
   r_.bytes[ki] += bytes;
-  const ps_t transit = p.transit(bytes) + extra;
+  const ps_t transit = before + p.transit(bytes) + extra;
   if (start == now_)
     schedule_in(transit, event::type::arrive, k, from, to, val);
   else

@@ -12,9 +12,10 @@
 // W models tally's windowed broadcast: a token the sender passes on while its own
 // broadcast is being injected starts at the end of the current window of W sends
 // (scheduler::send_ahead), not after the whole broadcast.
-// c models the CPU a token costs beyond o: for a token of m LN entries the sender
-// spends c*m before injecting it (its release scan, the encoding) and the receiver
-// c*m handling it (decoding, widening), so a token's o is o + c*m at both ends.
+// e and s model the CPU a token costs beyond o: for a token of m LN entries the
+// sender spends e*m encoding it and the receiver e*m decoding and widening it after
+// its o; a token sent by a release waits, before that, for the release's scan of
+// every entry for fresh requests, s*m.
 #pragma once
 
 #include <algorithm>
@@ -35,7 +36,8 @@ struct network_params {
   std::uint64_t eager_limit = UINT64_MAX;  // E: largest message sent eagerly, bytes
   ps_t rendezvous = 0;      // R: extra latency of a message over E bytes
   std::uint64_t window = protocol::broadcast_window;  // W: 0 = the token waits for the whole broadcast
-  ps_t entry_time = 0;      // c: CPU per LN entry of a token, at the sender and at the receiver
+  ps_t entry_time = 0;      // e: CPU per LN entry of a token, at the sender and at the receiver
+  ps_t scan_time = 0;       // s: CPU per LN entry of a release's scan, before the token it sends
 
   // Injection time of the payload, rounded to the picosecond.
   ps_t wire(std::uint64_t bytes) const noexcept {

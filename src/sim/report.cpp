@@ -66,7 +66,8 @@ std::string report_json(const run_config& c, const summary& s) {
     << ns(c.net.latency) << ", \"overhead_ns\": " << ns(c.net.overhead)
     << ", \"gap_ns\": " << ns(c.net.gap) << ", \"byte_time_ns\": " << fmt("%.6f", c.net.byte_time / 1000)
     << ", \"eager_limit\": " << c.net.eager_limit << ", \"rendezvous_ns\": " << ns(c.net.rendezvous)
-    << ", \"broadcast_window\": " << c.net.window << ", \"entry_time_ns\": " << ns(c.net.entry_time) << "},\n";
+    << ", \"broadcast_window\": " << c.net.window << ", \"entry_time_ns\": " << ns(c.net.entry_time)
+    << ", \"scan_time_ns\": " << ns(c.net.scan_time) << "},\n";
   if (c.ranks_per_node > 0) {
     o << "  \"nodes\": {\"ranks_per_node\": " << c.ranks_per_node << ", \"count\": " << w.ranks / c.ranks_per_node
       << ", \"intra_latency_ns\": " << ns(c.intra.latency);
@@ -108,13 +109,14 @@ std::string report_table(const run_config& c, const summary& s) {
   auto row = [&](const char* k, const std::string& v) { o << fmt("  %-26s ", k) << v << '\n'; };
   o << "tally-sim run: " << c.algorithm << ", " << w.ranks << " ranks (" << w.active.size()
     << " requesting)\n";
-  row("network", fmt("%s: L %s, o %s, g %s, G %s/B, R %s over %" PRIu64 " B, window %" PRIu64 ", c %s/entry",
+  row("network", fmt("%s: L %s, o %s, g %s, G %s/B, R %s over %" PRIu64 " B, window %" PRIu64 ", e %s, s %s per entry",
                      c.network_name.c_str(),
                      human(static_cast<double>(c.net.latency)).c_str(),
                      human(static_cast<double>(c.net.overhead)).c_str(),
                      human(static_cast<double>(c.net.gap)).c_str(), human(c.net.byte_time).c_str(),
                      human(static_cast<double>(c.net.rendezvous)).c_str(), c.net.eager_limit, c.net.window,
-                     human(static_cast<double>(c.net.entry_time)).c_str()));
+                     human(static_cast<double>(c.net.entry_time)).c_str(),
+                     human(static_cast<double>(c.net.scan_time)).c_str()));
   if (c.ranks_per_node > 0)
     row("nodes", fmt("%d of %d ranks, shm inside", w.ranks / c.ranks_per_node, c.ranks_per_node) +
                      (c.algorithm == "two-level" ? fmt(", pass bound %u, local grant %s", c.pass_bound,

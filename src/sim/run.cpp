@@ -57,11 +57,12 @@ const model_entry* find_model(std::string_view name) noexcept {
 
 const std::vector<network_preset>& network_presets() {
   // scripts/calibrate-sim on the development machine (Open MPI 4.1 shared memory,
-  // 2 ranks); c from tally_core_bench's BM_TokenHop, half its slope per entry. The
-  // runs and their inputs: docs/simulator.md#calibration.
+  // 2 ranks); e and s from tally_core_bench (the slopes per entry of BM_TokenHop less
+  // BM_TokenHopNoCodec, halved, and of BM_TokenHopNoCodec). The runs and their
+  // inputs: docs/simulator.md#calibration.
   static const std::vector<network_preset> presets{
-      //        L        o       g       G (ps/B)  E     R          W                          c
-      {"shm", {145'600, 24'000, 41'900, 66.45, 4096, 1'737'000, protocol::broadcast_window, 580}},
+      //        L        o       g       G (ps/B)  E     R          W                          e    s
+      {"shm", {145'600, 24'000, 41'900, 66.45, 4096, 1'737'000, protocol::broadcast_window, 340, 320}},
   };
   return presets;
 }

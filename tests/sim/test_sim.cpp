@@ -361,10 +361,12 @@ TEST(NetworkModel, SaturatedHandoffIsOneOrTwoMessageTimes) {
 }
 
 TEST(NetworkModel, ATokenCostsEachEndItsEntriesCpu) {
-  // As above, with c per LN entry at both ends of the token's trip (sender's release
-  // and encoding, receiver's decoding): 2cn more per handoff, the others unchanged.
+  // As above, with e per LN entry at both ends of the token's trip (encoding,
+  // decoding) and s per entry for the release's scan before it: every saturated
+  // handoff follows a release, 2en + sn more; Ricart-Agrawala's have no token.
   network_params p = net_a();
   p.entry_time = 7 * ns;
+  p.scan_time = 3 * ns;
   for (std::int32_t n : {3, 33}) {
     run_config c;
     c.net = p;
@@ -372,10 +374,17 @@ TEST(NetworkModel, ATokenCostsEachEndItsEntriesCpu) {
     c.algorithm = "suzuki-kasami";
     const summary s = simulate(c);
     EXPECT_EQ(s.handoff_p50, s.handoff_p99) << n;
-    EXPECT_EQ(s.handoff_p50, p.transit(4 * static_cast<std::uint64_t>(n)) + 2 * n * p.entry_time) << n;
+    EXPECT_EQ(s.handoff_p50, p.transit(4 * static_cast<std::uint64_t>(n)) + n * (2 * p.entry_time + p.scan_time)) << n;
     c.algorithm = "ricart-agrawala";
     EXPECT_EQ(simulate(c).handoff_p50, p.transit(0)) << n;
   }
+  // An idle holder hands the token off on a REQUEST without a release: no scan.
+  workload w = per_rank(10, 1);
+  w.active = {9};
+  scheduler<suzuki_kasami> e(p, w);
+  const raw_results r = e.run();
+  ASSERT_EQ(r.waits.size(), 1u);
+  EXPECT_EQ(r.waits[0], p.transit(request_bytes) + p.transit(token_bytes(10)) + 2 * 10 * p.entry_time);
 }
 
 // --- two-level: the cohort core across simulated nodes ---------------------------------
@@ -454,18 +463,32 @@ TEST(TwoLevel, SaturatedHandoffIsALocalGrantOrOneToken) {
 }
 
 TEST(TwoLevel, ATokenBetweenNodesCostsItsNodeEntriesCpu) {
-  // As above with c per LN entry: the token, of K = 4 entries, takes 2cK longer; a
-  // local grant is no token and costs the same.
+  // As above with e and s per LN entry: the token, of K = 4 entries and always sent
+  // by a release, takes (2e + s)K longer; a local grant is no token and costs the same.
   run_config c = two_level_config(shape_case{4, 3, 2}, per_rank(12, 30, fixed(5000 * ns)));
   c.net.entry_time = 7 * ns;
+  c.net.scan_time = 3 * ns;
   scheduler<two_level> e(c.net, c.load, c);
   e.split_nodes(c.ranks_per_node, c.intra);
   const raw_results r = e.run();
   std::vector<ps_t> kinds(r.handoffs.begin(), r.handoffs.end());
   std::sort(kinds.begin(), kinds.end());
   kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
-  const std::vector<ps_t> allowed{30 * ns, net_a().transit(token_bytes(4)) + 2 * 4 * 7 * ns};
+  const std::vector<ps_t> allowed{30 * ns, net_a().transit(token_bytes(4)) + 4 * (2 * 7 + 3) * ns};
   EXPECT_EQ(kinds, allowed);
+  // A node's idle holder hands the token off on the REQUEST without a release: no
+  // scan. Node 1's first rank asks once; node 0, the initial owner, is first in its
+  // broadcast order.
+  run_config one = two_level_config(shape_case{4, 3, 2}, per_rank(12, 1));
+  one.load.active = {3};
+  one.net.entry_time = 7 * ns;
+  one.net.scan_time = 3 * ns;
+  scheduler<two_level> e1(one.net, one.load, one);
+  e1.split_nodes(one.ranks_per_node, one.intra);
+  const raw_results r1 = e1.run();
+  ASSERT_EQ(r1.waits.size(), 1u);
+  EXPECT_EQ(r1.waits[0], net_a().transit(tally::protocol::node_request_bytes) + net_a().transit(token_bytes(4)) +
+                             2 * 4 * 7 * ns);
 }
 
 TEST(TwoLevel, WaitGrowsWithThePassBound) {

@@ -56,7 +56,7 @@ class suzuki_kasami {
     protocol::peer& nd = at(i);
     const protocol::step s = nd.unlock();
     check(s, nd, "unlock");
-    carry(e, nd, s);
+    carry(e, nd, s, true);
   }
 
   template <class E>
@@ -65,7 +65,7 @@ class suzuki_kasami {
     if (m.kind == msg_kind::request) {
       const protocol::step s = nd.on_request(protocol::rank_t(m.from), protocol::seq_t(m.val));
       check(s, nd, "REQUEST");
-      carry(e, nd, s);
+      carry(e, nd, s, false);  // an idle holder's handoff: no scan
       return;
     }
     if (!flight_ || holder_ != m.to)
@@ -76,7 +76,7 @@ class suzuki_kasami {
     if (nd.mode() != protocol::mode::in_cs)
       fail("rank " + std::to_string(m.to) + " received the token but did not enter");
     e.enter(m.to);
-    carry(e, nd, s);
+    carry(e, nd, s, false);
   }
 
   // Token conservation, idle ranks and message accounting at the end of a run.
@@ -86,8 +86,8 @@ class suzuki_kasami {
   }
 
   const std::vector<protocol::peer>& peers() const noexcept { return peers_; }
-  // Entries that cost no message (the holder re-entered).
   std::int64_t token_entries() const noexcept { return n_; }
+  // Entries that cost no message (the holder re-entered).
   std::uint64_t local_entries(const raw_results&) const noexcept;
 
  private:
@@ -97,7 +97,8 @@ class suzuki_kasami {
     return peers_[static_cast<std::size_t>(s)];
   }
   template <class E>
-  void carry(E& e, protocol::peer& nd, const protocol::step& s) {
+  // `released`: s came from a release (unlock), whose scan of n entries the token waits for.
+  void carry(E& e, protocol::peer& nd, const protocol::step& s, bool released) {
     if (s.act.what != protocol::action::kind::send_token) return;
     const std::int32_t from = nd.self().value(), to = s.act.to.value();
     if (flight_ || holder_ != from)
@@ -107,7 +108,7 @@ class suzuki_kasami {
     if (to < 0 || to >= n_ || sink(to))
       fail("token sent to rank " + std::to_string(to) + ", which never requested");
     holder_ = to;
-    e.send_ahead(from, to, msg_kind::token, token_bytes(n_));
+    e.send_ahead(from, to, msg_kind::token, token_bytes(n_), released ? e.link(from, to).scan_time * n_ : 0);
   }
   static void check(const protocol::step& s, const protocol::peer& nd, const char* what);
   [[noreturn]] static void fail(const std::string& why);

@@ -39,8 +39,8 @@ class two_level {
 
   bool sink(std::int32_t) const noexcept { return false; }
   void prefetch(std::int32_t, std::int32_t) const noexcept {}
-  // Entries that cost no message: re-entries of an idle holder and local grants.
   std::int64_t token_entries() const noexcept { return k_; }
+  // Entries that cost no message: re-entries of an idle holder and local grants.
   std::uint64_t local_entries(const raw_results&) const noexcept;
 
   template <class E>
@@ -48,7 +48,7 @@ class two_level {
     const std::int32_t k = i / r_, l = i % r_;
     const protocol::cohort_step s = nodes_[static_cast<std::size_t>(k)].lock(l);
     check(s, i, "lock");
-    carry(e, k, l, s);
+    carry(e, k, l, s, true);
   }
 
   template <class E>
@@ -56,7 +56,7 @@ class two_level {
     const std::int32_t k = i / r_, l = i % r_;
     const protocol::cohort_step s = nodes_[static_cast<std::size_t>(k)].unlock(l);
     check(s, i, "unlock");
-    carry(e, k, l, s);
+    carry(e, k, l, s, true);
   }
 
   template <class E>
@@ -72,7 +72,7 @@ class two_level {
       const auto requester = static_cast<std::int32_t>(m.val & requester_mask);
       const protocol::cohort_step s = c.on_request(l, protocol::rank_t(requester), protocol::seq_t(m.val >> requester_bits));
       check(s, m.to, "REQUEST");
-      carry(e, k, l, s);
+      carry(e, k, l, s, false);  // an idle holder's handoff: no scan (cohort::on_request)
       return;
     }
     if (!flight_ || flight_to_ != m.to)
@@ -81,7 +81,7 @@ class two_level {
     flight_.reset();
     const protocol::cohort_step s = c.on_token(l, f.ln, f.queue);
     check(s, m.to, "token");
-    carry(e, k, l, s);
+    carry(e, k, l, s, true);
   }
 
   // Token conservation, idle nodes and message accounting at the end of a run.
@@ -100,7 +100,8 @@ class two_level {
   };
 
   template <class E>
-  void carry(E& e, std::int32_t k, std::int32_t by, const protocol::cohort_step& s) {
+  // `scanned`: a token s sends comes from a release, after its scan of K entries.
+  void carry(E& e, std::int32_t k, std::int32_t by, const protocol::cohort_step& s, bool scanned) {
     const protocol::cohort& c = nodes_[static_cast<std::size_t>(k)];
     const std::int32_t self = k * r_ + by;
     if (s.act.grant >= 0) {
@@ -117,7 +118,7 @@ class two_level {
       for (std::int32_t q = 0; q < v.h->tq_len; ++q) f.queue.push_back(protocol::rank_t(v.tq[q]));
       flight_ = std::move(f);
       flight_to_ = s.act.token_to.value();
-      e.send_ahead(self, flight_to_, msg_kind::token, token_bytes(k_));
+      e.send_ahead(self, flight_to_, msg_kind::token, token_bytes(k_), scanned ? e.network().scan_time * k_ : 0);
     }
     if (s.act.broadcast) {
       std::vector<std::int32_t> to = e.borrow_list();

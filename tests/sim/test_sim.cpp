@@ -436,6 +436,19 @@ TEST(TwoLevel, KMinusOneRequestsPerNodeRequestAndNoMessageInsideANode) {
       }
 }
 
+// Runs the two-level model on c; `kinds` gets the distinct handoff times, ascending.
+raw_results run_two_level(const run_config& c, std::vector<ps_t>* kinds = nullptr) {
+  scheduler<two_level> e(c.net, c.load, c);
+  e.split_nodes(c.ranks_per_node, c.intra);
+  raw_results r = e.run();
+  if (kinds) {
+    kinds->assign(r.handoffs.begin(), r.handoffs.end());
+    std::sort(kinds->begin(), kinds->end());
+    kinds->erase(std::unique(kinds->begin(), kinds->end()), kinds->end());
+  }
+  return r;
+}
+
 TEST(TwoLevel, SaturatedHandoffIsALocalGrantOrOneToken) {
   // CS of 5 us: every node always has waiters and every REQUEST has arrived. A
   // handoff is a local grant (30 ns) or the token between nodes; each node passes
@@ -444,12 +457,8 @@ TEST(TwoLevel, SaturatedHandoffIsALocalGrantOrOneToken) {
     const shape_case sc{4, 3, bound};
     const run_config c = two_level_config(sc, per_rank(12, 30, fixed(5000 * ns)));
     const summary s = simulate(c);
-    scheduler<two_level> e(c.net, c.load, c);
-    e.split_nodes(c.ranks_per_node, c.intra);
-    const raw_results r = e.run();
-    std::vector<ps_t> kinds(r.handoffs.begin(), r.handoffs.end());
-    std::sort(kinds.begin(), kinds.end());
-    kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+    std::vector<ps_t> kinds;
+    const raw_results r = run_two_level(c, &kinds);
     // The token, 16 bytes whatever its queue, or a local grant: nothing else.
     const std::vector<ps_t> allowed{30 * ns, net_a().transit(token_bytes(4))};
     EXPECT_EQ(kinds, allowed) << "B=" << bound;
@@ -468,12 +477,8 @@ TEST(TwoLevel, ATokenBetweenNodesCostsItsNodeEntriesCpu) {
   run_config c = two_level_config(shape_case{4, 3, 2}, per_rank(12, 30, fixed(5000 * ns)));
   c.net.entry_time = 7 * ns;
   c.net.scan_time = 3 * ns;
-  scheduler<two_level> e(c.net, c.load, c);
-  e.split_nodes(c.ranks_per_node, c.intra);
-  const raw_results r = e.run();
-  std::vector<ps_t> kinds(r.handoffs.begin(), r.handoffs.end());
-  std::sort(kinds.begin(), kinds.end());
-  kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+  std::vector<ps_t> kinds;
+  run_two_level(c, &kinds);
   const std::vector<ps_t> allowed{30 * ns, net_a().transit(token_bytes(4)) + 4 * (2 * 7 + 3) * ns};
   EXPECT_EQ(kinds, allowed);
   // A node's idle holder hands the token off on the REQUEST without a release: no
@@ -483,9 +488,7 @@ TEST(TwoLevel, ATokenBetweenNodesCostsItsNodeEntriesCpu) {
   one.load.active = {3};
   one.net.entry_time = 7 * ns;
   one.net.scan_time = 3 * ns;
-  scheduler<two_level> e1(one.net, one.load, one);
-  e1.split_nodes(one.ranks_per_node, one.intra);
-  const raw_results r1 = e1.run();
+  const raw_results r1 = run_two_level(one);
   ASSERT_EQ(r1.waits.size(), 1u);
   EXPECT_EQ(r1.waits[0], net_a().transit(tally::protocol::node_request_bytes) + net_a().transit(token_bytes(4)) +
                              2 * 4 * 7 * ns);

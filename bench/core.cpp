@@ -1,13 +1,15 @@
 // tally_core_bench: the CPU one token hop costs in the protocol core, no MPI. Two
-// ranks of an n-rank group pass the token back and forth; every hop is one
-// REQUEST handled, the holder's release (its scan of LN and RN for fresh requests),
-// the token encoded, decoded, widened and taken in, then the receiver's own release.
-// Its time per LN entry calibrates tally-sim's --entry-time (docs/simulator.md).
+// ranks of an n-rank group (flat) or two nodes of K (node topology, one rank each)
+// pass the token back and forth; every hop is one REQUEST handled by an idle
+// holder, the token encoded, decoded, widened and taken in, then the receiver's
+// release (its scan of LN and RN for fresh requests). Its time per LN entry
+// calibrates tally-sim's --entry-time and --scan-time (docs/simulator.md).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <vector>
 
+#include "core/cohort.hpp"
 #include "core/protocol.hpp"
 #include "core/token_codec.hpp"
 #include "core/token_layout.hpp"
@@ -69,11 +71,64 @@ void BM_TokenHopNoCodec(benchmark::State& st) {
   report(st, st.range(0));
 }
 
+// The node topology's hop: nodes 0 and 1 of K, each one rank, their states as the
+// runtime keeps them (one block per node); the token is packed from the holder's
+// state, as node_engine does, and taken in by cohort::on_token.
+struct node_hop_bench {
+  explicit node_hop_bench(std::int32_t k)
+      : node_of(static_cast<std::size_t>(k)),
+        layout(cohort_layout::of(k, 1)),
+        frame{static_cast<std::size_t>(k), node_of},
+        buf(token_layout::bytes(static_cast<std::size_t>(k))),
+        marks(static_cast<std::size_t>(k), 0) {
+    for (std::int32_t r = 0; r < k; ++r) node_of[static_cast<std::size_t>(r)] = r;
+    for (std::int32_t i = 0; i < 2; ++i) {
+      mem[i].assign(layout.bytes / 8 + 1, 0);
+      members[i] = {i};
+      nodes.emplace_back(cohort_shape{k, i, 1, 16}, cohort_view::at(mem[i].data(), layout), node_of, members[i]);
+      nodes.back().reset(0);
+    }
+  }
+
+  void hop() {
+    const int r = 1 - h;
+    const cohort_step asked = nodes[r].lock(0);
+    const cohort_step s = nodes[h].on_request(0, rank_t(r), asked.act.seq);
+    if (s.act.token_to != rank_t(r)) throw std::logic_error("no handoff");
+    const cohort_view& v = nodes[h].state();
+    encode_token(frame, {v.ln, frame.n}, {v.tq, static_cast<std::size_t>(v.h->tq_len)}, static_cast<std::size_t>(r),
+                 {}, buf);
+    if (!decode_token(buf, frame, static_cast<std::size_t>(r), spare, {}, marks)) throw std::logic_error("decode");
+    if (!nodes[r].on_token(0, spare.ln, spare.queue).ok()) throw std::logic_error("on_token");
+    nodes[r].unlock(0);
+    h = r;
+  }
+
+  std::vector<std::int32_t> node_of;
+  cohort_layout layout;
+  token_frame frame;
+  std::vector<std::byte> buf;
+  std::vector<std::uint8_t> marks;
+  std::vector<std::uint64_t> mem[2];
+  std::vector<std::int32_t> members[2];
+  std::vector<cohort> nodes;
+  token spare;
+  int h = 0;
+};
+
+// The node topology's whole hop, K = range(0) nodes.
+void BM_NodeTokenHop(benchmark::State& st) {
+  node_hop_bench b(static_cast<std::int32_t>(st.range(0)));
+  for (auto _ : st) b.hop();
+  report(st, st.range(0));
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
   for (std::int64_t n : {2, 64, 512, 1024, 4096, 65536}) b->Arg(n);
 }
 BENCHMARK(BM_TokenHop)->Apply(sizes);
 BENCHMARK(BM_TokenHopNoCodec)->Apply(sizes);
+BENCHMARK(BM_NodeTokenHop)->Arg(64)->Arg(512)->Arg(1024)->Arg(4096);
 
 }  // namespace
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "core/token_codec.hpp"
+
 namespace tally::protocol {
 
 namespace {
@@ -162,9 +164,13 @@ void cohort::pass_on(std::int32_t by, cohort_action& act) noexcept {
 bool cohort::remote_waiter_known() const noexcept {
   if (!v_.h->has_token) return false;
   if (v_.h->tq_len > 0) return true;
-  for (std::int32_t j = 0; j < shape_.nodes; ++j) {
-    const auto k = static_cast<std::size_t>(j);
-    if (j != shape_.node && fresh(v_.rn[k], v_.ln[k])) return true;
+  const auto nodes = static_cast<std::size_t>(shape_.nodes);
+  const auto self = static_cast<std::size_t>(shape_.node);
+  for (std::size_t base = 0; base < nodes; base += fresh_chunk) {  // as release()
+    const std::size_t end = std::min(nodes, base + fresh_chunk);
+    if (end - base == fresh_chunk && !any_fresh(v_.rn + base, v_.ln + base)) continue;
+    for (std::size_t j = base; j < end; ++j)
+      if (j != self && fresh(v_.rn[j], v_.ln[j])) return true;
   }
   return false;
 }
@@ -292,7 +298,17 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::sp
   if (!ok) return {status::bad_token};
 
   ++v_.ctr[static_cast<std::size_t>(by)].tokens_received;
-  std::copy(ln.begin(), ln.end(), v_.ln);
+  // LN widened and copied in, with any_fresh's quick test on the way (one pass,
+  // which vectorizes): whether some node might wait; the exact test below runs only
+  // if it fires.
+  std::uint64_t all_stale = ~std::uint64_t{0};
+  for (std::size_t j = 0; j < k; ++j) {
+    const std::uint64_t r = v_.rn[j].value();
+    const std::uint64_t l = widened(ln[j].value(), r);
+    v_.ln[j] = seq_t(l);
+    const std::uint64_t x = r - l - 1;
+    all_stale &= x | (0 - x);
+  }
   h.tq_len = static_cast<std::int32_t>(queue.size());
   for (std::size_t q = 0; q < queue.size(); ++q) {
     v_.tq[q] = queue[q].value();
@@ -303,7 +319,7 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::sp
   h.has_token = 1;
   h.requesting = 0;
   h.passes = 0;
-  h.remote_waiting = remote_waiter_known() ? 1 : 0;
+  h.remote_waiting = !queue.empty() || ((all_stale >> 63) == 0 && remote_waiter_known()) ? 1 : 0;
   cohort_step s;
   if (h.lq_len > 0) {
     const std::int32_t next = pop_local();

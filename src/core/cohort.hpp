@@ -135,7 +135,9 @@ class cohort {
   cohort_step unlock(std::int32_t i);
   // REQUEST(seq) for node(requester) arrived; `by` is the local rank receiving it.
   cohort_step on_request(std::int32_t by, rank_t requester, seq_t s);
-  // The token arrived at local rank `by`.
+  // The token arrived at local rank `by`. ln may hold the wire's 32-bit LN: each entry
+  // is widened against RN as it is copied in (protocol::widened; a full value within
+  // the bound comes through unchanged), under whatever guards this node's state.
   cohort_step on_token(std::int32_t by, std::span<const seq_t> ln, std::span<const rank_t> queue);
 
   const cohort_shape& shape() const noexcept { return shape_; }

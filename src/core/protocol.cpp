@@ -145,18 +145,6 @@ step peer::unlock() {
   return release();
 }
 
-bool any_fresh(const seq_t* rn, const seq_t* ln) noexcept {
-  // x = RN - LN - 1 is 0 exactly for a fresh entry, and x | -x has its top bit set
-  // exactly when x != 0: AND them all, and a clear top bit means some x was 0. (No
-  // compare, so GCC vectorizes it at -O2 with SSE2.)
-  std::uint64_t all_stale = ~std::uint64_t{0};
-  for (std::size_t k = 0; k < fresh_chunk; ++k) {
-    const std::uint64_t x = rn[k].value() - ln[k].value() - 1;
-    all_stale &= x | (0 - x);
-  }
-  return (all_stale >> 63) == 0;
-}
-
 step peer::release() {
   token& t = *held_;
   t.ln[self_.index()] = rn_[self_.index()];

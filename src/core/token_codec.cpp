@@ -115,16 +115,7 @@ bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::siz
 }
 
 void widen_ln(std::span<seq_t> ln, std::span<const seq_t> rn) noexcept {
-  for (std::size_t j = 0; j < ln.size(); ++j) {
-    const std::uint64_t r = rn[j].value();
-    const auto w = static_cast<std::uint32_t>(ln[j].value());
-    // RN plus the signed distance from its low 32 bits to the wire's, in [-2^31, 2^31).
-    const std::int64_t near = static_cast<std::int64_t>(r) + static_cast<std::int32_t>(w - static_cast<std::uint32_t>(r));
-    // Below zero only for a token that breaks the bound above: keep the wire value.
-    // (As masks, which vectorize with SSE2: its 64-bit compares need SSE4.2.)
-    const std::uint64_t below = 0 - (static_cast<std::uint64_t>(near) >> 63);
-    ln[j] = seq_t((static_cast<std::uint64_t>(near) & ~below) | (std::uint64_t{w} & below));
-  }
+  for (std::size_t j = 0; j < ln.size(); ++j) ln[j] = seq_t(widened(ln[j].value(), rn[j].value()));
 }
 
 }  // namespace tally::protocol

@@ -56,8 +56,20 @@ std::size_t encode_token(const token_frame& f, const token& t, std::size_t to, s
 bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, token& t,
                   std::span<std::byte> payload, std::span<std::uint8_t> marks);
 
-// Replaces each 32-bit LN[j] from the wire with the 64-bit value congruent to it
-// modulo 2^32 that lies nearest the receiver's rn[j] (rn.size() == ln.size()).
+// The 64-bit value congruent to `wire` modulo 2^32 that lies nearest `rn` (the
+// wire's value itself if that would be below zero, which only a token breaking the
+// bound above gives). A full value within the bound comes back unchanged.
+inline std::uint64_t widened(std::uint64_t wire, std::uint64_t rn) noexcept {
+  const auto w = static_cast<std::uint32_t>(wire);
+  // RN plus the signed distance from its low 32 bits to the wire's, in [-2^31, 2^31).
+  const std::int64_t near = static_cast<std::int64_t>(rn) + static_cast<std::int32_t>(w - static_cast<std::uint32_t>(rn));
+  // As masks, which vectorize with SSE2 (its 64-bit compares need SSE4.2).
+  const std::uint64_t below = 0 - (static_cast<std::uint64_t>(near) >> 63);
+  return (static_cast<std::uint64_t>(near) & ~below) | (std::uint64_t{w} & below);
+}
+
+// Replaces each 32-bit LN[j] from the wire with widened(LN[j], rn[j])
+// (rn.size() == ln.size()). cohort::on_token does the same as it copies LN in.
 void widen_ln(std::span<seq_t> ln, std::span<const seq_t> rn) noexcept;
 
 }  // namespace tally::protocol

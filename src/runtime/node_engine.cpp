@@ -27,8 +27,8 @@ bool engine::node_progress_locked(bool repost) {
     transport_.repost_token();
     node_event(
         [&](protocol::cohort& c) {
-          // RN is the node's shared state: LN is widened against it under the spinlock.
-          protocol::widen_ln(spare_.ln, {c.state().rn, static_cast<std::size_t>(c.shape().nodes)});
+          // RN is the node's shared state: on_token widens LN against it as it copies
+          // it in, under the spinlock.
           return c.on_token(me, spare_.ln, spare_.queue);
         },
         "token received");

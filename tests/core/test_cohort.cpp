@@ -114,6 +114,23 @@ TEST(Cohort, TokenGrantsTheLocalHead) {
   EXPECT_EQ(n.c.state().ln[1], seq_t(1));
 }
 
+// on_token takes LN as the wire carries it, 32 bits, and widens each entry against
+// the node's RN as it copies it in; a full value within the bound comes through
+// unchanged. Node 1 has heard node 0's request 2^32 + 5.
+TEST(Cohort, TokenLnIsWidenedAgainstTheNodesRn) {
+  constexpr std::uint64_t big = (std::uint64_t{1} << 32) + 5;
+  for (const std::uint64_t carried : {big, big & 0xffffffffu, big - 1, (big - 1) & 0xffffffffu}) {
+    node_fixture n(two_by_two, 1, 1, 0);
+    ASSERT_TRUE(n.c.on_request(0, rank_t(0), seq_t(big)).ok());
+    ASSERT_TRUE(n.c.lock(0).ok());
+    const std::vector<seq_t> ln{seq_t(carried), seq_t(0)};
+    ASSERT_TRUE(n.c.on_token(0, ln, {}).ok());
+    const bool served = (carried & 0xffffffffu) == (big & 0xffffffffu);  // LN[0] = RN[0]: node 0 served
+    EXPECT_EQ(n.c.state().ln[0], seq_t(served ? big : big - 1)) << carried;
+    EXPECT_EQ(n.c.state().h->remote_waiting, served ? 0 : 1) << carried;  // else node 0 still waits
+  }
+}
+
 TEST(Cohort, IdleHolderSendsTokenToTheRequester) {
   node_fixture n(two_by_two, 0, 1, 0);
   const cohort_step s = n.c.on_request(0, rank_t(3), seq_t(1));

@@ -151,6 +151,10 @@ TEST(TokenCodec, WidensLnAgainstRnAcrossTheWrap) {
       EXPECT_EQ(got[0], ln) << base << " " << lead;
     }
   }
+  // A full value within the bound is its own widening (cohort::on_token relies on it).
+  for (std::uint64_t rn : {std::uint64_t{0}, std::uint64_t{7}, wrap - 1, wrap, 3 * wrap + 9})
+    for (std::uint64_t ln : {rn, rn + 1, rn + (std::uint64_t{1} << 31) - 1})
+      EXPECT_EQ(tally::protocol::widened(ln, rn), ln) << rn << " " << ln;
   // A wire value that would lie below zero (a broken token): kept as it came.
   std::vector<seq_t> low{seq_t(wrap - 1)};
   const std::vector<seq_t> zero{seq_t(0)};

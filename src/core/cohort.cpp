@@ -130,13 +130,10 @@ void cohort::release(std::int32_t by, cohort_action& act) noexcept {
   const auto self = static_cast<std::size_t>(shape_.node);
   v_.ln[self] = v_.rn[self];
   for (std::int32_t q = 0; q < h.tq_len; ++q) v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 1;
-  const auto nodes = static_cast<std::size_t>(shape_.nodes);
-  for (std::size_t base = 0; base < nodes; base += fresh_chunk) {  // as peer::release
-    const std::size_t end = std::min(nodes, base + fresh_chunk);
-    if (end - base == fresh_chunk && !any_fresh(v_.rn + base, v_.ln + base)) continue;
-    for (std::size_t j = base; j < end; ++j)
-      if (j != self && !v_.scratch[j] && fresh(v_.rn[j], v_.ln[j])) v_.tq[h.tq_len++] = v_.requester[j];
-  }
+  find_fresh(v_.rn, v_.ln, static_cast<std::size_t>(shape_.nodes), [&](std::size_t j) {
+    if (j != self && !v_.scratch[j]) v_.tq[h.tq_len++] = v_.requester[j];
+    return false;
+  });
   for (std::int32_t q = 0; q < h.tq_len; ++q) v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 0;
   pass_on(by, act);
 }
@@ -164,15 +161,8 @@ void cohort::pass_on(std::int32_t by, cohort_action& act) noexcept {
 bool cohort::remote_waiter_known() const noexcept {
   if (!v_.h->has_token) return false;
   if (v_.h->tq_len > 0) return true;
-  const auto nodes = static_cast<std::size_t>(shape_.nodes);
   const auto self = static_cast<std::size_t>(shape_.node);
-  for (std::size_t base = 0; base < nodes; base += fresh_chunk) {  // as release()
-    const std::size_t end = std::min(nodes, base + fresh_chunk);
-    if (end - base == fresh_chunk && !any_fresh(v_.rn + base, v_.ln + base)) continue;
-    for (std::size_t j = base; j < end; ++j)
-      if (j != self && fresh(v_.rn[j], v_.ln[j])) return true;
-  }
-  return false;
+  return find_fresh(v_.rn, v_.ln, static_cast<std::size_t>(shape_.nodes), [&](std::size_t j) { return j != self; });
 }
 
 cohort_step cohort::lock(std::int32_t i) {
@@ -298,7 +288,7 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::sp
   if (!ok) return {status::bad_token};
 
   ++v_.ctr[static_cast<std::size_t>(by)].tokens_received;
-  // LN widened and copied in, with any_fresh's quick test on the way (one pass,
+  // LN widened and copied in, with find_fresh's quick test on the way (one pass,
   // which vectorizes): whether some node might wait; the exact test below runs only
   // if it fires.
   std::uint64_t all_stale = ~std::uint64_t{0};
@@ -306,8 +296,7 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::sp
     const std::uint64_t r = v_.rn[j].value();
     const std::uint64_t l = widened(ln[j].value(), r);
     v_.ln[j] = seq_t(l);
-    const std::uint64_t x = r - l - 1;
-    all_stale &= x | (0 - x);
+    all_stale &= stale_mark(r, l);
   }
   h.tq_len = static_cast<std::int32_t>(queue.size());
   for (std::size_t q = 0; q < queue.size(); ++q) {

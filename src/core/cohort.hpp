@@ -38,8 +38,8 @@
 #pragma once
 
 #include <cstddef>
-#include <iterator>
 #include <cstdint>
+#include <iterator>
 #include <span>
 
 #include "core/protocol.hpp"

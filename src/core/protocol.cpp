@@ -1,6 +1,5 @@
 #include "core/protocol.hpp"
 
-#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -149,15 +148,11 @@ step peer::release() {
   token& t = *held_;
   t.ln[self_.index()] = rn_[self_.index()];
   for (rank_t r : t.queue) queued_[r.index()] = 1;
-  // Fresh requests are few among n: a chunk is looked at entry by entry only when
-  // a vectorized test finds one in it (a queued entry, its LN 0, may be one too).
-  const auto n = static_cast<std::size_t>(n_);
-  for (std::size_t base = 0; base < n; base += fresh_chunk) {
-    const std::size_t end = std::min(n, base + fresh_chunk);
-    if (end - base == fresh_chunk && !any_fresh(rn_.data() + base, t.ln.data() + base)) continue;
-    for (std::size_t k = base; k < end; ++k)
-      if (!queued_[k] && fresh(rn_[k], t.ln[k])) t.queue.push_back(rank_t(static_cast<std::int32_t>(k)));
-  }
+  // A queued entry, its LN 0, may read as fresh: queued_ skips it.
+  find_fresh(rn_.data(), t.ln.data(), static_cast<std::size_t>(n_), [&](std::size_t k) {
+    if (!queued_[k]) t.queue.push_back(rank_t(static_cast<std::int32_t>(k)));
+    return false;
+  });
   for (rank_t r : t.queue) queued_[r.index()] = 0;
   if (t.queue.empty()) return {};
   const rank_t head = t.queue.front();

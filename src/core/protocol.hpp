@@ -75,19 +75,31 @@ class seq_t {
 // The Suzuki–Kasami rule: a participant whose highest request number seen (RN) is
 // one past its last served request (LN) waits for the token.
 constexpr bool fresh(seq_t rn, seq_t ln) noexcept { return rn == ln.next(); }
-// Whether any of fresh_chunk consecutive entries is fresh: the release scans' quick
-// test, so that only a chunk with a waiter is looked at entry by entry.
-inline constexpr std::size_t fresh_chunk = 16;
-inline bool any_fresh(const seq_t* rn, const seq_t* ln) noexcept {
-  // x = RN - LN - 1 is 0 exactly for a fresh entry, and x | -x has its top bit set
-  // exactly when x != 0: AND them all, and a clear top bit means some x was 0. (No
-  // compare, so GCC vectorizes it at -O2 with SSE2.)
-  std::uint64_t all_stale = ~std::uint64_t{0};
-  for (std::size_t k = 0; k < fresh_chunk; ++k) {
-    const std::uint64_t x = rn[k].value() - ln[k].value() - 1;
-    all_stale &= x | (0 - x);
+// The top bit of stale_mark(rn, ln) is set exactly when the entry is not fresh: x =
+// RN - LN - 1 is 0 exactly for a fresh entry, and x | -x has its top bit set exactly
+// when x != 0. AND the marks of many entries, and a clear top bit means one of them
+// is fresh. (No compare, so GCC vectorizes loops of it at -O2 with SSE2.)
+constexpr std::uint64_t stale_mark(std::uint64_t rn, std::uint64_t ln) noexcept {
+  const std::uint64_t x = rn - ln - 1;
+  return x | (0 - x);
+}
+// Calls f(j) for each fresh entry j < n in ascending order until f returns true;
+// returns whether it did. A chunk of 16 entries is looked at entry by entry only when
+// the marks of all 16 say one is fresh: the scan of every release, and most of n
+// entries are stale.
+template <class F>
+bool find_fresh(const seq_t* rn, const seq_t* ln, std::size_t n, F&& f) {
+  constexpr std::size_t chunk = 16;
+  for (std::size_t base = 0; base < n; base += chunk) {
+    if (base + chunk <= n) {
+      std::uint64_t all = ~std::uint64_t{0};
+      for (std::size_t k = base; k < base + chunk; ++k) all &= stale_mark(rn[k].value(), ln[k].value());
+      if (all >> 63) continue;
+    }
+    for (std::size_t k = base; k < n && k < base + chunk; ++k)
+      if (fresh(rn[k], ln[k]) && f(k)) return true;
   }
-  return (all_stale >> 63) == 0;
+  return false;
 }
 
 enum class mode : std::uint8_t { idle, requesting, in_cs };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/per_entry.hpp"
 #include "core/token_codec.hpp"
 
 namespace tally::protocol {
@@ -14,6 +15,19 @@ constexpr std::size_t align8(std::size_t x) noexcept { return (x + 7) & ~std::si
 template <class T>
 T* at(void* base, std::size_t offset) noexcept {
   return reinterpret_cast<T*>(static_cast<std::byte*>(base) + offset);
+}
+
+// dst[j] = widened(wire[j], rn[j]) for j < n; returns the AND of the entries' stale
+// marks (top bit clear: some entry may be fresh). One pass, which vectorizes.
+TALLY_PER_ENTRY std::uint64_t widen_into(const seq_t* wire, const seq_t* rn, seq_t* dst, std::size_t n) noexcept {
+  std::uint64_t all_stale = ~std::uint64_t{0};
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::uint64_t r = rn[j].value();
+    const std::uint64_t l = widened(wire[j].value(), r);
+    dst[j] = seq_t(l);
+    all_stale &= stale_mark(r, l);
+  }
+  return all_stale;
 }
 
 }  // namespace
@@ -291,13 +305,7 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::sp
   // LN widened and copied in, with find_fresh's quick test on the way (one pass,
   // which vectorizes): whether some node might wait; the exact test below runs only
   // if it fires.
-  std::uint64_t all_stale = ~std::uint64_t{0};
-  for (std::size_t j = 0; j < k; ++j) {
-    const std::uint64_t r = v_.rn[j].value();
-    const std::uint64_t l = widened(ln[j].value(), r);
-    v_.ln[j] = seq_t(l);
-    all_stale &= stale_mark(r, l);
-  }
+  const std::uint64_t all_stale = widen_into(ln.data(), v_.rn, v_.ln, k);
   h.tq_len = static_cast<std::int32_t>(queue.size());
   for (std::size_t q = 0; q < queue.size(); ++q) {
     v_.tq[q] = queue[q].value();

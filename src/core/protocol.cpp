@@ -3,7 +3,34 @@
 #include <string>
 #include <utility>
 
+#include "core/per_entry.hpp"
+
 namespace tally::protocol {
+
+namespace {
+// next_fresh's body. Multiversioned functions stay internal: Clang names their
+// dispatcher apart from the plain symbol.
+TALLY_PER_ENTRY std::size_t first_fresh(const seq_t* rn, const seq_t* ln, std::size_t from, std::size_t n) noexcept {
+  constexpr std::size_t chunk = 64;
+  std::size_t j = from;
+  for (; j < n && j % chunk != 0; ++j)
+    if (fresh(rn[j], ln[j])) return j;
+  for (; j < n; j += chunk) {
+    if (j + chunk <= n) {
+      std::uint64_t all = ~std::uint64_t{0};
+      for (std::size_t k = j; k < j + chunk; ++k) all &= stale_mark(rn[k].value(), ln[k].value());
+      if (all >> 63) continue;
+    }
+    for (std::size_t k = j; k < n && k < j + chunk; ++k)
+      if (fresh(rn[k], ln[k])) return k;
+  }
+  return n;
+}
+}  // namespace
+
+std::size_t next_fresh(const seq_t* rn, const seq_t* ln, std::size_t from, std::size_t n) noexcept {
+  return first_fresh(rn, ln, from, n);
+}
 
 const char* describe(status s) noexcept {
   switch (s) {

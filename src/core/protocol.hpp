@@ -83,22 +83,17 @@ constexpr std::uint64_t stale_mark(std::uint64_t rn, std::uint64_t ln) noexcept 
   const std::uint64_t x = rn - ln - 1;
   return x | (0 - x);
 }
+// The first j in [from, n) whose entry is fresh, or n. Chunks of 64 entries are
+// tested at once by their marks and looked at entry by entry only when those say one
+// is fresh: the scan of every release, where most of n entries are stale. Built for
+// the widest vectors the CPU has (core/per_entry.hpp).
+std::size_t next_fresh(const seq_t* rn, const seq_t* ln, std::size_t from, std::size_t n) noexcept;
 // Calls f(j) for each fresh entry j < n in ascending order until f returns true;
-// returns whether it did. A chunk of 16 entries is looked at entry by entry only when
-// the marks of all 16 say one is fresh: the scan of every release, and most of n
-// entries are stale.
+// returns whether it did.
 template <class F>
 bool find_fresh(const seq_t* rn, const seq_t* ln, std::size_t n, F&& f) {
-  constexpr std::size_t chunk = 16;
-  for (std::size_t base = 0; base < n; base += chunk) {
-    if (base + chunk <= n) {
-      std::uint64_t all = ~std::uint64_t{0};
-      for (std::size_t k = base; k < base + chunk; ++k) all &= stale_mark(rn[k].value(), ln[k].value());
-      if (all >> 63) continue;
-    }
-    for (std::size_t k = base; k < n && k < base + chunk; ++k)
-      if (fresh(rn[k], ln[k]) && f(k)) return true;
-  }
+  for (std::size_t j = next_fresh(rn, ln, 0, n); j < n; j = next_fresh(rn, ln, j + 1, n))
+    if (f(j)) return true;
   return false;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/per_entry.hpp"
 #include "core/token_layout.hpp"
 
 namespace tally::protocol {
@@ -36,11 +37,16 @@ T get_le(const std::byte* at) noexcept {
 }
 
 // Every slot as a 32-bit LN entry: one straight pass each way, which vectorizes.
-void write_slots(const seq_t* ln, std::byte* buf, std::size_t n) noexcept {
+// Multiversioned functions stay internal (Clang names their dispatcher apart).
+TALLY_PER_ENTRY void write_slots(const seq_t* ln, std::byte* buf, std::size_t n) noexcept {
   for (std::size_t j = 0; j < n; ++j) put_le(buf + layout::slot_offset(j), static_cast<std::uint32_t>(ln[j].value()));
 }
-void read_slots(const std::byte* buf, seq_t* ln, std::size_t n) noexcept {
+TALLY_PER_ENTRY void read_slots(const std::byte* buf, seq_t* ln, std::size_t n) noexcept {
   for (std::size_t j = 0; j < n; ++j) ln[j] = seq_t(get_le<std::uint32_t>(buf + layout::slot_offset(j)));
+}
+
+TALLY_PER_ENTRY void widen_all(seq_t* ln, const seq_t* rn, std::size_t n) noexcept {
+  for (std::size_t j = 0; j < n; ++j) ln[j] = seq_t(widened(ln[j].value(), rn[j].value()));
 }
 
 template <class QueueAt>
@@ -114,8 +120,6 @@ bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::siz
   return true;
 }
 
-void widen_ln(std::span<seq_t> ln, std::span<const seq_t> rn) noexcept {
-  for (std::size_t j = 0; j < ln.size(); ++j) ln[j] = seq_t(widened(ln[j].value(), rn[j].value()));
-}
+void widen_ln(std::span<seq_t> ln, std::span<const seq_t> rn) noexcept { widen_all(ln.data(), rn.data(), ln.size()); }
 
 }  // namespace tally::protocol

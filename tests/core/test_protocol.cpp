@@ -4,12 +4,64 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <vector>
+
 namespace {
 
 using namespace tally::protocol;
 using kind = action::kind;
 
 token fresh(std::int32_t n) { return token{std::vector<seq_t>(static_cast<std::size_t>(n)), {}}; }
+
+// next_fresh against the rule entry by entry: every length around the 64-entry
+// chunks, every start, fresh entries at chunk edges, inside chunks and none at all.
+TEST(FreshScan, NextFreshFindsExactlyTheFreshEntriesInOrder) {
+  std::uint64_t x = 88172645463325252ull;  // xorshift: a fixed, varied pattern
+  const auto rnd = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  for (std::size_t n : {0, 1, 63, 64, 65, 127, 128, 129, 200, 1000}) {
+    for (int density : {0, 1, 30}) {  // fresh entries per thousand
+      std::vector<seq_t> rn(n), ln(n);
+      for (std::size_t j = 0; j < n; ++j) {
+        const bool is_fresh = static_cast<int>(rnd() % 1000) < density || (density > 0 && j % 64 == 63);
+        const std::uint64_t r = 2 + rnd() % 5000;
+        std::uint64_t l = r - 1;
+        if (!is_fresh) {
+          const std::uint64_t stale[] = {r, r - 2, r + 1, 0};  // served, behind, ahead (in flight), queued
+          l = stale[rnd() % 4];
+        }
+        rn[j] = seq_t(r);
+        ln[j] = seq_t(l);
+      }
+      for (std::size_t from = 0; from <= n; ++from) {
+        std::size_t want = from;
+        while (want < n && !fresh(rn[want], ln[want])) ++want;
+        ASSERT_EQ(next_fresh(rn.data(), ln.data(), from, n), want) << "n " << n << " from " << from;
+      }
+      std::vector<std::size_t> seen, all;
+      for (std::size_t j = 0; j < n; ++j)
+        if (fresh(rn[j], ln[j])) all.push_back(j);
+      EXPECT_FALSE(find_fresh(rn.data(), ln.data(), n, [&](std::size_t j) {
+        seen.push_back(j);
+        return false;
+      }));
+      EXPECT_EQ(seen, all) << n;
+      if (all.size() >= 2) {  // it stops where f says so
+        std::size_t calls = 0;
+        EXPECT_TRUE(find_fresh(rn.data(), ln.data(), n, [&](std::size_t j) { return ++calls, j == all[1]; }));
+        EXPECT_EQ(calls, 2u);
+      }
+      if (density > 0 && n >= 64) {
+        EXPECT_FALSE(all.empty());  // the pattern has fresh entries to find
+      }
+    }
+  }
+}
 
 TEST(Peer, ConstructionRejectsBadArguments) {
   EXPECT_THROW(peer(rank_t(0), 0, rank_t(0)), tally::error);

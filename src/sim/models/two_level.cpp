@@ -5,7 +5,7 @@
 namespace tally::sim {
 
 two_level::two_level(std::int32_t n, const std::vector<std::int32_t>&, const run_config& cfg)
-    : n_(n), r_(cfg.ranks_per_node > 0 ? cfg.ranks_per_node : 1), k_(0), local_grant_(cfg.local_grant) {
+    : r_(cfg.ranks_per_node > 0 ? cfg.ranks_per_node : 1), k_(0), local_grant_(cfg.local_grant) {
   if (n % r_ != 0)
     throw error(errc::arg, "tally-sim: two-level needs --ranks-per-node to divide --ranks (" + std::to_string(n) +
                                " ranks, " + std::to_string(r_) + " per node)");

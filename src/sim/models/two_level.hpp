@@ -132,7 +132,7 @@ class two_level {
   [[noreturn]] static void fail(const std::string& why);
   void finish_checks(std::uint64_t requests, std::uint64_t tokens, std::uint64_t entries) const;
 
-  std::int32_t n_, r_, k_;
+  std::int32_t r_, k_;
   ps_t local_grant_;
   std::vector<std::int32_t> node_of_;  // rank -> node
   std::vector<std::int32_t> ranks_;    // 0..n-1: node k's members are [kR, (k+1)R)

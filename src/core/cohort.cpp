@@ -302,9 +302,8 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::sp
   if (!ok) return {status::bad_token};
 
   ++v_.ctr[static_cast<std::size_t>(by)].tokens_received;
-  // LN widened and copied in, with find_fresh's quick test on the way (one pass,
-  // which vectorizes): whether some node might wait; the exact test below runs only
-  // if it fires.
+  // LN widened and copied in, with the stale marks' quick test on the way: whether
+  // some node might wait; the exact test below runs only if it fires.
   const std::uint64_t all_stale = widen_into(ln.data(), v_.rn, v_.ln, k);
   h.tq_len = static_cast<std::int32_t>(queue.size());
   for (std::size_t q = 0; q < queue.size(); ++q) {

@@ -214,7 +214,8 @@ struct delay_lane {
 //   void prefetch(int32 to, int32 from) const   cache hint for a coming delivery
 //   uint64 local_entries(const raw_results&) const   entries that cost no message
 //   int64 token_entries() const       optional: LN entries of its token; each end of
-//                                     a token's trip pays network().entry_time each
+//                                     a token's trip pays the link's entry_time each,
+//                                     a token sent `scanned` its scan_time each first
 //   void lock(E&, int32 i)            i wants the CS (it has no outstanding request)
 //   void unlock(E&, int32 i)          i leaves the CS
 //   void deliver(E&, const message&)  a message is handled at m.to at e.now()
@@ -249,11 +250,12 @@ class scheduler {
   // later: the model is that much early for them); the port stays busy for both.
   // A new broadcast or multicast cuts in the same way, ahead of the previous one's
   // rest, as the runtime posts the newest broadcast's windows first.
-  // `before`: the sender's CPU ahead of this message (a release's scan).
+  // `scanned`: a token sent by a release, which first scans its LN for fresh
+  // requests (token_cpu(scan_time) ahead of the message on the sender's CPU).
   void send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
-            std::uint64_t val = 0, bool ahead = false, ps_t before = 0);
-  void send_ahead(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes, ps_t before = 0) {
-    send(from, to, k, bytes, 0, true, before);
+            std::uint64_t val = 0, bool ahead = false, bool scanned = false);
+  void send_ahead(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes, bool scanned = false) {
+    send(from, to, k, bytes, 0, true, scanned);
   }
   // Not a message: `to` learns something through shared memory `delay` after now
   // (a grant inside a node). Delivered to the model as kind k; not counted, no port.
@@ -271,10 +273,11 @@ class scheduler {
   const network_params& link(std::int32_t from, std::int32_t to) const noexcept {
     return rpn_ > 0 && from / rpn_ == to / rpn_ ? intra_ : net_;
   }
-  // The CPU a message of kind k costs each end beyond o on link p (e per token entry).
-  ps_t extra_cpu(const network_params& p, msg_kind k) const noexcept {
+  // CPU per token entry (a link's entry_time or scan_time) times the model's token
+  // entries for a message of kind k: 0 for other kinds and for models without one.
+  ps_t token_cpu(ps_t per_entry, msg_kind k) const noexcept {
     if constexpr (requires(const Model& m) { m.token_entries(); })
-      return k == msg_kind::token ? p.entry_time * model_.token_entries() : 0;
+      return k == msg_kind::token ? per_entry * model_.token_entries() : 0;
     else
       return 0;
   }

@@ -76,11 +76,12 @@ ps_t scheduler<Model>::reserve_port(std::int32_t from, ps_t busy) {
 
 template <class Model>
 void scheduler<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
-                         std::uint64_t val, bool ahead, ps_t before) {
+                         std::uint64_t val, bool ahead, bool scanned) {
   const network_params& p = link(from, to);
-  // A token's CPU beyond o: the sender's before injection (the port is its CPU), the
-  // receiver's after its o (arrive()).
-  const ps_t extra = extra_cpu(p, k);
+  // A token's CPU beyond o: the sender's (scan, encoding) before injection (the port
+  // is its CPU), the receiver's decoding after its o (arrive()).
+  const ps_t before = scanned ? token_cpu(p.scan_time, k) : 0;
+  const ps_t extra = token_cpu(p.entry_time, k);
   const ps_t busy = before + p.slot(bytes) + extra;
   ps_t start = 0;
   if (!ahead || !cut_in(from, busy, start)) start = reserve_port(from, busy);
@@ -242,7 +243,7 @@ void scheduler<Model>::fire(const event& e) {
       return;
     case event::type::arrive: {
       const network_params& p = link(e.a, e.b);
-      arrive(e.t, message{e.kind, e.a, e.b, e.val}, p.overhead, extra_cpu(p, e.kind));
+      arrive(e.t, message{e.kind, e.a, e.b, e.val}, p.overhead, token_cpu(p.entry_time, e.kind));
       return;
     }
       return;

@@ -108,7 +108,7 @@ class suzuki_kasami {
     if (to < 0 || to >= n_ || sink(to))
       fail("token sent to rank " + std::to_string(to) + ", which never requested");
     holder_ = to;
-    e.send_ahead(from, to, msg_kind::token, token_bytes(n_), released ? e.link(from, to).scan_time * n_ : 0);
+    e.send_ahead(from, to, msg_kind::token, token_bytes(n_), released);
   }
   static void check(const protocol::step& s, const protocol::peer& nd, const char* what);
   [[noreturn]] static void fail(const std::string& why);

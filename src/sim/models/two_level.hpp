@@ -118,7 +118,7 @@ class two_level {
       for (std::int32_t q = 0; q < v.h->tq_len; ++q) f.queue.push_back(protocol::rank_t(v.tq[q]));
       flight_ = std::move(f);
       flight_to_ = s.act.token_to.value();
-      e.send_ahead(self, flight_to_, msg_kind::token, token_bytes(k_), scanned ? e.network().scan_time * k_ : 0);
+      e.send_ahead(self, flight_to_, msg_kind::token, token_bytes(k_), scanned);
     }
     if (s.act.broadcast) {
       std::vector<std::int32_t> to = e.borrow_list();

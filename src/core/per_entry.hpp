@@ -3,11 +3,22 @@
 // receive. On x86-64 ELF with GCC 11+ or Clang 14+ they are compiled three times
 // (baseline, x86-64-v3: AVX2, x86-64-v4: AVX-512) and the loader binds each to the
 // widest the CPU runs (an ifunc), so a default build gets the vector width a
-// -march=native build would (docs/design.md, "The token's CPU"). Elsewhere, or with
-// TALLY_NO_ISA_CLONES defined (CMake: -DTALLY_ISA_CLONES=OFF), it is empty.
+// -march=native build would (docs/design.md, "The per-entry loops are built for
+// three vector widths"). Elsewhere, with TALLY_NO_ISA_CLONES defined (CMake:
+// -DTALLY_ISA_CLONES=OFF), or under ThreadSanitizer or MemorySanitizer (an
+// instrumented ifunc resolver in an executable runs before their runtime is ready:
+// a TSan build crashes at load), it is empty.
 #pragma once
 
-#if !defined(TALLY_NO_ISA_CLONES) && defined(__x86_64__) && defined(__ELF__) && \
+#if defined(__SANITIZE_THREAD__)
+#define TALLY_NO_IFUNC_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define TALLY_NO_IFUNC_SANITIZER 1
+#endif
+#endif
+
+#if !defined(TALLY_NO_ISA_CLONES) && !defined(TALLY_NO_IFUNC_SANITIZER) && defined(__x86_64__) && defined(__ELF__) && \
     ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define TALLY_PER_ENTRY __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else

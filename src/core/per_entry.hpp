@@ -7,7 +7,9 @@
 // three vector widths"). Elsewhere, with TALLY_NO_ISA_CLONES defined (CMake:
 // -DTALLY_ISA_CLONES=OFF), or under ThreadSanitizer or MemorySanitizer (an
 // instrumented ifunc resolver in an executable runs before their runtime is ready:
-// a TSan build crashes at load), it is empty.
+// a TSan build crashes at load), it is empty. Mark only functions internal to their
+// file (static or in an unnamed namespace) and call them from there: Clang names
+// the dispatcher apart from the plain symbol, so another file could not link to it.
 #pragma once
 
 #if defined(__SANITIZE_THREAD__)

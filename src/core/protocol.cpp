@@ -8,8 +8,7 @@
 namespace tally::protocol {
 
 namespace {
-// next_fresh's body. Multiversioned functions stay internal: Clang names their
-// dispatcher apart from the plain symbol.
+// next_fresh's body (internal: core/per_entry.hpp).
 TALLY_PER_ENTRY std::size_t first_fresh(const seq_t* rn, const seq_t* ln, std::size_t from, std::size_t n) noexcept {
   constexpr std::size_t chunk = 64;
   std::size_t j = from;

@@ -37,7 +37,6 @@ T get_le(const std::byte* at) noexcept {
 }
 
 // Every slot as a 32-bit LN entry: one straight pass each way, which vectorizes.
-// Multiversioned functions stay internal (Clang names their dispatcher apart).
 TALLY_PER_ENTRY void write_slots(const seq_t* ln, std::byte* buf, std::size_t n) noexcept {
   for (std::size_t j = 0; j < n; ++j) put_le(buf + layout::slot_offset(j), static_cast<std::uint32_t>(ln[j].value()));
 }

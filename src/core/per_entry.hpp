@@ -1,6 +1,6 @@
 // core/per_entry.hpp — TALLY_PER_ENTRY marks the few functions whose loops run once
 // per LN entry on every token hop: the codec's copies, the release scans, the node's
-// receive. On x86-64 ELF with GCC 11+ or Clang 14+ they are compiled three times
+// receive. On x86-64 ELF with GCC 12+ or Clang 14+ they are compiled three times
 // (baseline, x86-64-v3: AVX2, x86-64-v4: AVX-512) and the loader binds each to the
 // widest the CPU runs (an ifunc), so a default build gets the vector width a
 // -march=native build would (docs/design.md, "The per-entry loops are built for
@@ -21,7 +21,7 @@
 #endif
 
 #if !defined(TALLY_NO_ISA_CLONES) && !defined(TALLY_NO_IFUNC_SANITIZER) && defined(__x86_64__) && defined(__ELF__) && \
-    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
 #define TALLY_PER_ENTRY __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define TALLY_PER_ENTRY

@@ -71,6 +71,34 @@ void BM_TokenHopNoCodec(benchmark::State& st) {
   report(st, st.range(0));
 }
 
+// One end of the hop alone: the holder encoding the token (the rest is the
+// receiver's decoding and widening).
+void BM_TokenEncode(benchmark::State& st) {
+  hop_bench b(static_cast<std::int32_t>(st.range(0)));
+  token t;
+  t.ln.assign(static_cast<std::size_t>(st.range(0)), seq_t(7));
+  for (auto _ : st) {
+    encode_token(b.frame, t, 1, {}, b.buf);
+    benchmark::DoNotOptimize(b.buf.data());
+    benchmark::ClobberMemory();
+  }
+  report(st, st.range(0));
+}
+
+// The other end alone: decoding and widening.
+void BM_TokenDecode(benchmark::State& st) {
+  hop_bench b(static_cast<std::int32_t>(st.range(0)));
+  token t;
+  t.ln.assign(static_cast<std::size_t>(st.range(0)), seq_t(7));
+  encode_token(b.frame, t, 1, {}, b.buf);
+  for (auto _ : st) {
+    if (!decode_token(b.buf, b.frame, 1, b.spare, {}, b.marks)) throw std::logic_error("decode");
+    widen_ln(b.spare.ln, b.peers[1].rn());
+    benchmark::DoNotOptimize(b.spare.ln.data());
+    benchmark::ClobberMemory();
+  }
+  report(st, st.range(0));
+}
 // The node topology's hop: nodes 0 and 1 of K, each one rank, their states as the
 // runtime keeps them (one block per node); the token is packed from the holder's
 // state, as node_engine does, and taken in by cohort::on_token.
@@ -112,7 +140,7 @@ struct node_hop_bench {
   std::vector<std::uint64_t> mem[2];
   std::vector<std::int32_t> members[2];
   std::vector<cohort> nodes;
-  token spare;
+  node_token spare;
   int h = 0;
 };
 
@@ -123,12 +151,28 @@ void BM_NodeTokenHop(benchmark::State& st) {
   report(st, st.range(0));
 }
 
+// The release's scan in the node topology alone: K entries of RN against LN's low
+// 32 bits, none fresh (the hop's share that is not the token's transfer).
+void BM_NodeScan(benchmark::State& st) {
+  const auto k = static_cast<std::size_t>(st.range(0));
+  std::vector<seq_t> rn(k, seq_t(9));
+  std::vector<std::uint32_t> ln(k, 9);
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(next_fresh(rn.data(), ln.data(), 0, k));
+    benchmark::ClobberMemory();
+  }
+  report(st, st.range(0));
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
   for (std::int64_t n : {2, 64, 512, 1024, 4096, 65536}) b->Arg(n);
 }
 BENCHMARK(BM_TokenHop)->Apply(sizes);
 BENCHMARK(BM_TokenHopNoCodec)->Apply(sizes);
+BENCHMARK(BM_TokenEncode)->Apply(sizes);
+BENCHMARK(BM_TokenDecode)->Apply(sizes);
 BENCHMARK(BM_NodeTokenHop)->Arg(64)->Arg(512)->Arg(1024)->Arg(4096);
+BENCHMARK(BM_NodeScan)->Arg(64)->Arg(512)->Arg(1024)->Arg(4096);
 
 }  // namespace
 

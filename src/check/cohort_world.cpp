@@ -79,7 +79,7 @@ verdict cohort_world::carry(std::int32_t k, const protocol::cohort_step& s, cons
   const protocol::cohort c = node(k);
   if (s.act.token_to.value() >= 0) {
     const protocol::cohort_view& v = c.state();
-    in_flight f{s.act.token_to, std::vector<seq_t>(v.ln, v.ln + nodes()), {}};
+    in_flight f{s.act.token_to, std::vector<std::uint32_t>(v.ln, v.ln + nodes()), {}};
     for (std::int32_t q = 0; q < v.h->tq_len; ++q) f.queue.push_back(rank_t(v.tq[q]));
     flight_ = std::move(f);
     ++messages_;
@@ -114,7 +114,7 @@ verdict cohort_world::exit(rank_t r) {
   const protocol::cohort_view& v = c.state();
   bool known = v.h->has_token && v.h->tq_len > 0;
   for (std::int32_t j = 0; j < nodes() && v.h->has_token && !known; ++j)
-    known = j != k && v.rn[j] == v.ln[j].next();
+    known = j != k && protocol::low32(v.rn[j]) == v.ln[j] + 1;
   const protocol::cohort_step s = c.unlock(local_of(r));
   if (s.ok() && s.act.grant >= 0 && known) ++streak_;
   return carry(k, s, "exit", r);
@@ -162,7 +162,7 @@ bool cohort_world::quiescent() const noexcept {
   return true;
 }
 
-const seq_t* cohort_world::token_ln() const {
+const std::uint32_t* cohort_world::token_ln() const {
   if (flight_) return flight_->ln.data();
   for (std::int32_t k = 0; k < nodes(); ++k)
     if (node(k).holds_token()) return node(k).state().ln;
@@ -238,7 +238,7 @@ std::optional<std::string> cohort_world::violation() const {
     if (!h.has_token && h.lq_len > 0 && !h.requesting)  // C5
       return report{}("node ", k, " has local waiters but neither holds nor requests the token");
     if (h.has_token) {  // C9 the pass bound
-      if ((h.remote_waiting != 0) != c.remote_waiter_known())
+      if (h.remote_waiting != protocol::cohort_header::unsure && (h.remote_waiting != 0) != c.remote_waiter_known())
         return report{}("node ", k, ": cached remote_waiting is stale");
       if (h.passes > shape_->bound) return report{}("node ", k, ": ", h.passes, " passes exceed B = ", shape_->bound);
     }
@@ -250,7 +250,7 @@ std::optional<std::string> cohort_world::violation() const {
     return report{}("the world counted ", streak_, " local passes in a row, B = ", shape_->bound);
 
   // C6 request numbers.
-  const seq_t* ln = token_ln();
+  const std::uint32_t* ln = token_ln();
   const std::vector<std::uint8_t> carried_ln = carried();
   std::vector<const seq_t*> rn(static_cast<std::size_t>(K));
   for (std::int32_t i = 0; i < K; ++i) rn[static_cast<std::size_t>(i)] = node(i).state().rn;
@@ -261,17 +261,18 @@ std::optional<std::string> cohort_world::violation() const {
       if (rn[static_cast<std::size_t>(i)][j] > own)
         return report{}("RN_", i, "[", j, "] exceeds RN_", j, "[", j, "] = ", own.value());
     if (!carried_ln[static_cast<std::size_t>(j)]) {  // queued or the token's destination: 0, as on the wire
-      if (ln[j] != seq_t(0)) return report{}("LN[", j, "] = ", ln[j].value(), " for a node the token does not carry it for");
+      if (ln[j] != 0) return report{}("LN[", j, "] = ", ln[j], " for a node the token does not carry it for");
       continue;
     }
     // Requesting: RN = LN + 1. Neither requesting nor holding: RN = LN. Holding: the
     // request it holds the token for (if any) is served at release.
-    const bool ok = cj.requesting() ? own == ln[j].next()
-                    : cj.holds_token() ? (own == ln[j] || own == ln[j].next())
-                                       : own == ln[j];
+    const std::uint32_t own32 = protocol::low32(own);
+    const bool ok = cj.requesting() ? own32 == ln[j] + 1
+                    : cj.holds_token() ? (own32 == ln[j] || own32 == ln[j] + 1)
+                                       : own32 == ln[j];
     if (!ok)
       return report{}("node ", j, (cj.requesting() ? " requests" : cj.holds_token() ? " holds the token" : " is idle"),
-                      " but RN_", j, "[", j, "] = ", own.value(), ", LN[", j, "] = ", ln[j].value());
+                      " but RN_", j, "[", j, "] = ", own.value(), ", LN[", j, "] = ", ln[j]);
   }
   // C7 the token's queue; C8 the token in flight.
   const std::int32_t tq_len = flight_ ? static_cast<std::int32_t>(flight_->queue.size())
@@ -322,8 +323,8 @@ std::optional<std::string> cohort_world::regression_from(const cohort_world& bef
     for (std::int32_t j = 0; j < nodes(); ++j)
       if (now[j] < was[j]) return report{}("RN_", i, "[", j, "] decreased");
   }
-  const seq_t* a = before.token_ln();
-  const seq_t* b = token_ln();
+  const std::uint32_t* a = before.token_ln();
+  const std::uint32_t* b = token_ln();
   const std::vector<std::uint8_t> was = before.carried(), is = carried();
   for (std::int32_t j = 0; j < nodes(); ++j) {
     const auto ju = static_cast<std::size_t>(j);
@@ -357,29 +358,33 @@ std::optional<std::string> cohort_world::counter_mismatch() const {
 
 void cohort_world::encode(std::vector<std::uint64_t>& out) const {
   // Field by field, so that equal protocol states encode equally: the local FIFO in
-  // order (not the ring), the token's LN and queue only where it is held.
+  // order (not the ring), the token's LN and queue only where it is held, and an
+  // unsure remote_waiting as what unlock would find (violation() checks that a
+  // settled one always equals that, so the two states behave alike).
   out.clear();
   const auto K = static_cast<std::size_t>(nodes());
   for (std::int32_t k = 0; k < nodes(); ++k) {
     const protocol::cohort c = node(k);
     const protocol::cohort_view& v = c.state();
     const protocol::cohort_header& h = *v.h;
+    const std::uint64_t waiting =
+        h.remote_waiting == protocol::cohort_header::unsure ? (c.remote_waiter_known() ? 1 : 0) : h.remote_waiting;
     out.push_back(static_cast<std::uint64_t>(h.in_cs + 1) | static_cast<std::uint64_t>(h.passes) << 16 |
                   static_cast<std::uint64_t>(h.has_token) << 48 | static_cast<std::uint64_t>(h.requesting) << 49 |
-                  static_cast<std::uint64_t>(h.remote_waiting) << 50);
+                  waiting << 50);
     for (std::size_t j = 0; j < K; ++j) out.push_back(v.rn[j].value() << 32 | static_cast<std::uint32_t>(v.requester[j]));
     out.push_back(static_cast<std::uint64_t>(h.lq_len));
     const std::int32_t R = shape_->sizes[static_cast<std::size_t>(k)];
     for (std::int32_t q = 0; q < h.lq_len; ++q) out.push_back(static_cast<std::uint64_t>(v.lq[(h.lq_head + q) % R]));
     if (!h.has_token) continue;
-    for (std::size_t j = 0; j < K; ++j) out.push_back(v.ln[j].value());
+    for (std::size_t j = 0; j < K; ++j) out.push_back(v.ln[j]);
     out.push_back(static_cast<std::uint64_t>(h.tq_len));
     for (std::int32_t q = 0; q < h.tq_len; ++q) out.push_back(static_cast<std::uint64_t>(v.tq[q]));
   }
   out.push_back(streak_);
   if (flight_) {
     out.push_back(static_cast<std::uint64_t>(flight_->to.value()));
-    for (seq_t s : flight_->ln) out.push_back(s.value());
+    for (std::uint32_t s : flight_->ln) out.push_back(s);
     out.push_back(flight_->queue.size());
     for (rank_t q : flight_->queue) out.push_back(static_cast<std::uint64_t>(q.value()));
   } else {

@@ -30,7 +30,7 @@ std::pair<std::vector<std::uint64_t>, std::vector<std::int32_t>> token_of(const 
   if (const auto h = holder_of(w)) {
     const protocol::cohort c = w.node(*h);
     const protocol::cohort_view v = c.state();
-    for (std::int32_t j = 0; j < w.nodes(); ++j) t.first.push_back(v.ln[j].value());
+    for (std::int32_t j = 0; j < w.nodes(); ++j) t.first.push_back(v.ln[j]);
     t.second.assign(v.tq, v.tq + v.h->tq_len);
   } else {
     // In flight: the sender's copy is the token's last state (the world keeps it).

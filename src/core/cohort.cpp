@@ -17,19 +17,6 @@ T* at(void* base, std::size_t offset) noexcept {
   return reinterpret_cast<T*>(static_cast<std::byte*>(base) + offset);
 }
 
-// dst[j] = widened(wire[j], rn[j]) for j < n; returns the AND of the entries' stale
-// marks (top bit clear: some entry may be fresh). One pass, which vectorizes.
-TALLY_PER_ENTRY std::uint64_t widen_into(const seq_t* wire, const seq_t* rn, seq_t* dst, std::size_t n) noexcept {
-  std::uint64_t all_stale = ~std::uint64_t{0};
-  for (std::size_t j = 0; j < n; ++j) {
-    const std::uint64_t r = rn[j].value();
-    const std::uint64_t l = widened(wire[j].value(), r);
-    dst[j] = seq_t(l);
-    all_stale &= stale_mark(r, l);
-  }
-  return all_stale;
-}
-
 }  // namespace
 
 cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcept {
@@ -48,7 +35,7 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
   place(l.waiting, r);
   place(l.rn, k * sizeof(seq_t));
   place(l.requester, k * sizeof(std::int32_t));
-  place(l.ln, k * sizeof(seq_t));
+  place(l.ln, k * sizeof(std::uint32_t));
   place(l.tq, k * sizeof(std::int32_t));
   place(l.scratch, k);
   l.protocol_bytes = off;
@@ -61,7 +48,7 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
 
 cohort_view cohort_view::at(void* base, const cohort_layout& l) noexcept {
   return {protocol::at<cohort_header>(base, l.header),  protocol::at<seq_t>(base, l.rn),
-          protocol::at<std::int32_t>(base, l.requester), protocol::at<seq_t>(base, l.ln),
+          protocol::at<std::int32_t>(base, l.requester), protocol::at<std::uint32_t>(base, l.ln),
           protocol::at<std::int32_t>(base, l.tq),        protocol::at<std::int32_t>(base, l.lq),
           protocol::at<std::uint8_t>(base, l.waiting),   protocol::at<std::uint8_t>(base, l.scratch),
           protocol::at<std::int32_t>(base, l.order_next), protocol::at<std::int32_t>(base, l.order_prev),
@@ -89,7 +76,7 @@ void cohort::reset(std::int32_t owner_node) noexcept {
   *v_.h = cohort_header{};
   std::fill_n(v_.rn, k, seq_t{});
   std::fill_n(v_.requester, k, -1);
-  std::fill_n(v_.ln, k, seq_t{});
+  std::fill_n(v_.ln, k, std::uint32_t{0});
   std::fill_n(v_.tq, k, -1);
   std::fill_n(v_.lq, r, -1);
   std::fill_n(v_.waiting, r, std::uint8_t{0});
@@ -142,7 +129,7 @@ void cohort::request(std::int32_t by, cohort_action& act) noexcept {
 void cohort::release(std::int32_t by, cohort_action& act) noexcept {
   cohort_header& h = *v_.h;
   const auto self = static_cast<std::size_t>(shape_.node);
-  v_.ln[self] = v_.rn[self];
+  v_.ln[self] = low32(v_.rn[self]);
   for (std::int32_t q = 0; q < h.tq_len; ++q) v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 1;
   find_fresh(v_.rn, v_.ln, static_cast<std::size_t>(shape_.nodes), [&](std::size_t j) {
     if (j != self && !v_.scratch[j]) v_.tq[h.tq_len++] = v_.requester[j];
@@ -162,8 +149,8 @@ void cohort::pass_on(std::int32_t by, cohort_action& act) noexcept {
   std::copy(v_.tq + 1, v_.tq + h.tq_len, v_.tq);
   v_.tq[--h.tq_len] = -1;
   // Not carried (core/token_layout.hpp): the token in memory reads as on the wire.
-  for (std::int32_t q = 0; q < h.tq_len; ++q) v_.ln[static_cast<std::size_t>(node_of(rank_t(v_.tq[q])))] = seq_t(0);
-  v_.ln[static_cast<std::size_t>(node_of(act.token_to))] = seq_t(0);
+  for (std::int32_t q = 0; q < h.tq_len; ++q) v_.ln[static_cast<std::size_t>(node_of(rank_t(v_.tq[q])))] = 0;
+  v_.ln[static_cast<std::size_t>(node_of(act.token_to))] = 0;
   h.has_token = 0;
   ++v_.ctr[static_cast<std::size_t>(by)].tokens_sent;
   if (h.lq_len > 0) {  // the pass bound sent it away from local waiters: ask again
@@ -228,6 +215,7 @@ cohort_step cohort::unlock(std::int32_t i) {
   cohort_step s;
   cohort_header& h = *v_.h;
   h.in_cs = -1;
+  if (h.lq_len > 0 && h.remote_waiting == cohort_header::unsure) h.remote_waiting = remote_waiter_known() ? 1 : 0;
   if (h.lq_len > 0 && (!h.remote_waiting || h.passes < shape_.pass_bound)) {
     if (h.remote_waiting) ++h.passes;
     const std::int32_t next = pop_local();
@@ -274,7 +262,7 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
   if (h.in_cs < 0) {
     // Idle holder: hand off at once. Its queue and local FIFO are empty and no other
     // node waits (C4), so a release's scan would find node j alone: skip it.
-    v_.ln[static_cast<std::size_t>(shape_.node)] = v_.rn[static_cast<std::size_t>(shape_.node)];
+    v_.ln[static_cast<std::size_t>(shape_.node)] = low32(v_.rn[static_cast<std::size_t>(shape_.node)]);
     v_.tq[h.tq_len++] = v_.requester[k];
     pass_on(by, s.act);
   } else {
@@ -283,7 +271,7 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
   return s;
 }
 
-cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::span<const rank_t> queue) {
+cohort_step cohort::on_token(std::int32_t by, std::span<const std::uint32_t> ln, std::span<const rank_t> queue) {
   if (!local(by)) return {status::bad_rank};
   cohort_header& h = *v_.h;
   if (h.has_token || !h.requesting) return {status::not_requesting};
@@ -302,20 +290,19 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const seq_t> ln, std::sp
   if (!ok) return {status::bad_token};
 
   ++v_.ctr[static_cast<std::size_t>(by)].tokens_received;
-  // LN widened and copied in, with the stale marks' quick test on the way: whether
-  // some node might wait; the exact test below runs only if it fires.
-  const std::uint64_t all_stale = widen_into(ln.data(), v_.rn, v_.ln, k);
+  std::copy(ln.begin(), ln.end(), v_.ln);
   h.tq_len = static_cast<std::int32_t>(queue.size());
   for (std::size_t q = 0; q < queue.size(); ++q) {
     v_.tq[q] = queue[q].value();
-    v_.ln[static_cast<std::size_t>(node_of(queue[q]))] = seq_t(0);  // not carried: never read while queued
+    v_.ln[static_cast<std::size_t>(node_of(queue[q]))] = 0;  // not carried: never read while queued
   }
   // Requesting: RN[node] is the request this token serves, LN[node] the one before.
-  v_.ln[static_cast<std::size_t>(shape_.node)] = seq_t(v_.rn[static_cast<std::size_t>(shape_.node)].value() - 1);
+  v_.ln[static_cast<std::size_t>(shape_.node)] = low32(v_.rn[static_cast<std::size_t>(shape_.node)]) - 1;
   h.has_token = 1;
   h.requesting = 0;
   h.passes = 0;
-  h.remote_waiting = !queue.empty() || ((all_stale >> 63) == 0 && remote_waiter_known()) ? 1 : 0;
+  // Whether another node waits is looked up when a local pass needs it (unlock).
+  h.remote_waiting = queue.empty() ? cohort_header::unsure : 1;
   cohort_step s;
   if (h.lq_len > 0) {
     const std::int32_t next = pop_local();

@@ -63,7 +63,11 @@ struct cohort_header {
   std::uint32_t passes = 0;  // local grants in a row while a remote waiter is known
   std::uint8_t has_token = 0;
   std::uint8_t requesting = 0;      // a REQUEST of this node is outstanding
-  std::uint8_t remote_waiting = 0;  // held token: some other node is known to wait
+  // Held token: some other node is known to wait (1) or not (0); `unsure` from the
+  // token's arrival until a local pass needs it (cohort::unlock scans then), so that
+  // taking the token in is a plain copy of LN.
+  std::uint8_t remote_waiting = 0;
+  static constexpr std::uint8_t unsure = 2;
   std::uint8_t pad = 0;
 };
 
@@ -83,7 +87,8 @@ struct cohort_view {
   cohort_header* h = nullptr;
   seq_t* rn = nullptr;               // [K] highest request number seen per node
   std::int32_t* requester = nullptr; // [K] global rank that asked for rn[j]
-  seq_t* ln = nullptr;               // [K] token: last served request per node
+  std::uint32_t* ln = nullptr;       // [K] token: last served request per node, low 32
+                                     // bits (protocol::low32: compared with RN mod 2^32)
   std::int32_t* tq = nullptr;        // [K] token: FIFO of requesters (global ranks)
   std::int32_t* lq = nullptr;        // [R] local FIFO ring
   std::uint8_t* waiting = nullptr;   // [R] 1 iff the local rank is in the local FIFO
@@ -135,10 +140,10 @@ class cohort {
   cohort_step unlock(std::int32_t i);
   // REQUEST(seq) for node(requester) arrived; `by` is the local rank receiving it.
   cohort_step on_request(std::int32_t by, rank_t requester, seq_t s);
-  // The token arrived at local rank `by`. ln may hold the wire's 32-bit LN: each entry
-  // is widened against RN as it is copied in (protocol::widened; a full value within
-  // the bound comes through unchanged), under whatever guards this node's state.
-  cohort_step on_token(std::int32_t by, std::span<const seq_t> ln, std::span<const rank_t> queue);
+  // The token arrived at local rank `by`: LN's low 32 bits as the wire carries them
+  // (core/token_codec.hpp), copied in as they are, under whatever guards this
+  // node's state.
+  cohort_step on_token(std::int32_t by, std::span<const std::uint32_t> ln, std::span<const rank_t> queue);
 
   const cohort_shape& shape() const noexcept { return shape_; }
   const cohort_view& state() const noexcept { return v_; }
@@ -149,7 +154,7 @@ class cohort {
   std::int32_t in_cs() const noexcept { return v_.h->in_cs; }
   bool is_waiting(std::int32_t i) const noexcept { return v_.waiting[static_cast<std::size_t>(i)] != 0; }
   // True iff some other node is known to wait, recomputed from RN, LN and the queue
-  // (the header's remote_waiting caches it while the token is held).
+  // (the header's remote_waiting caches it while the token is held, unless unsure).
   bool remote_waiter_known() const noexcept;
   const counters& counters_of(std::int32_t i) const noexcept { return v_.ctr[static_cast<std::size_t>(i)]; }
   // The other K-1 nodes in the order a broadcast should reach them: most recently

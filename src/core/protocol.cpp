@@ -8,27 +8,44 @@
 namespace tally::protocol {
 
 namespace {
-// next_fresh's body (internal: core/per_entry.hpp).
-TALLY_PER_ENTRY std::size_t first_fresh(const seq_t* rn, const seq_t* ln, std::size_t from, std::size_t n) noexcept {
+// The stale mark of one entry, 64 or 32 bits wide as LN is.
+inline std::uint64_t mark_of(seq_t rn, seq_t ln) noexcept { return stale_mark(rn.value(), ln.value()); }
+inline std::uint32_t mark_of(seq_t rn, std::uint32_t ln) noexcept { return stale_mark32(low32(rn), ln); }
+
+// next_fresh's body, inlined into each clone below (internal: core/per_entry.hpp).
+template <class LN>
+[[gnu::always_inline]] inline std::size_t first_fresh_in(const seq_t* rn, const LN* ln, std::size_t from,
+                                                         std::size_t n) noexcept {
+  using mark = decltype(mark_of(rn[0], ln[0]));
   constexpr std::size_t chunk = 64;
   std::size_t j = from;
   for (; j < n && j % chunk != 0; ++j)
     if (fresh(rn[j], ln[j])) return j;
   for (; j < n; j += chunk) {
     if (j + chunk <= n) {
-      std::uint64_t all = ~std::uint64_t{0};
-      for (std::size_t k = j; k < j + chunk; ++k) all &= stale_mark(rn[k].value(), ln[k].value());
-      if (all >> 63) continue;
+      mark all = ~mark{0};
+      for (std::size_t k = j; k < j + chunk; ++k) all &= mark_of(rn[k], ln[k]);
+      if (all >> (8 * sizeof(mark) - 1)) continue;
     }
     for (std::size_t k = j; k < n && k < j + chunk; ++k)
       if (fresh(rn[k], ln[k])) return k;
   }
   return n;
 }
+TALLY_PER_ENTRY std::size_t first_fresh(const seq_t* rn, const seq_t* ln, std::size_t from, std::size_t n) noexcept {
+  return first_fresh_in(rn, ln, from, n);
+}
+TALLY_PER_ENTRY std::size_t first_fresh32(const seq_t* rn, const std::uint32_t* ln, std::size_t from,
+                                          std::size_t n) noexcept {
+  return first_fresh_in(rn, ln, from, n);
+}
 }  // namespace
 
 std::size_t next_fresh(const seq_t* rn, const seq_t* ln, std::size_t from, std::size_t n) noexcept {
   return first_fresh(rn, ln, from, n);
+}
+std::size_t next_fresh(const seq_t* rn, const std::uint32_t* ln, std::size_t from, std::size_t n) noexcept {
+  return first_fresh32(rn, ln, from, n);
 }
 
 const char* describe(status s) noexcept {

@@ -88,10 +88,20 @@ constexpr std::uint64_t stale_mark(std::uint64_t rn, std::uint64_t ln) noexcept 
 // is fresh: the scan of every release, where most of n entries are stale. Built for
 // the widest vectors the CPU has (core/per_entry.hpp).
 std::size_t next_fresh(const seq_t* rn, const seq_t* ln, std::size_t from, std::size_t n) noexcept;
+// The node topology (core/cohort.hpp) keeps LN as each entry's low 32 bits, as the
+// token carries it: modulo 2^32 the rule is exact while |LN[j] - RN[j]| < 2^31
+// (core/token_codec.hpp, docs/design.md "Transport"), and no pass widens it.
+constexpr std::uint32_t low32(seq_t s) noexcept { return static_cast<std::uint32_t>(s.value()); }
+constexpr bool fresh(seq_t rn, std::uint32_t ln) noexcept { return low32(rn) == ln + 1; }
+constexpr std::uint32_t stale_mark32(std::uint32_t rn, std::uint32_t ln) noexcept {
+  const std::uint32_t x = rn - ln - 1;
+  return x | (0 - x);
+}
+std::size_t next_fresh(const seq_t* rn, const std::uint32_t* ln, std::size_t from, std::size_t n) noexcept;
 // Calls f(j) for each fresh entry j < n in ascending order until f returns true;
-// returns whether it did.
-template <class F>
-bool find_fresh(const seq_t* rn, const seq_t* ln, std::size_t n, F&& f) {
+// returns whether it did. LN: seq_t or its low 32 bits.
+template <class LN, class F>
+bool find_fresh(const seq_t* rn, const LN* ln, std::size_t n, F&& f) {
   for (std::size_t j = next_fresh(rn, ln, 0, n); j < n; j = next_fresh(rn, ln, j + 1, n))
     if (f(j)) return true;
   return false;

@@ -3,8 +3,10 @@
 // fuzzed on its own (tests/fuzz). The integers are little-endian whatever the host,
 // so the bytes mean the same on every rank and MPI moves them as plain bytes.
 //
-// LN travels as its low 32 bits; widen_ln restores each entry against the
-// receiver's RN. That is exact while |LN[j] - RN[j]| < 2^31, which holds: LN[j] >=
+// LN travels as its low 32 bits. The flat protocol's peer keeps 64-bit LN, and
+// widen_ln restores each entry against the receiver's RN; the node topology's
+// cohort keeps the 32 bits themselves (node_token) and compares them with RN modulo
+// 2^32 (protocol::fresh). That is exact while |LN[j] - RN[j]| < 2^31, which holds: LN[j] >=
 // RN[j] - 1 (a participant asks again only after its last request was served, and
 // the LN entries the token carries never decrease), and LN[j] - RN[j] is at most the
 // number of j's REQUESTs not yet handled by the receiver (docs/design.md, "Transport").
@@ -16,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/protocol.hpp"
 
@@ -45,6 +48,16 @@ std::size_t encode_token(const token_frame& f, std::span<const seq_t> ln, std::s
                          std::size_t to, std::span<const std::byte> payload, std::span<std::byte> buf) noexcept;
 std::size_t encode_token(const token_frame& f, const token& t, std::size_t to, std::span<const std::byte> payload,
                          std::span<std::byte> buf) noexcept;
+// The node topology's: LN as the low 32 bits the cohort keeps (the same bytes).
+std::size_t encode_token(const token_frame& f, std::span<const std::uint32_t> ln, std::span<const std::int32_t> queue,
+                         std::size_t to, std::span<const std::byte> payload, std::span<std::byte> buf) noexcept;
+
+// The node topology's token as received: LN's low 32 bits, as the cohort keeps them
+// (cohort::on_token), and the queue.
+struct node_token {
+  std::vector<std::uint32_t> ln;
+  std::vector<rank_t> queue;
+};
 
 // Reads a message for the receiver whose LN index is `self` (buf: exactly the bytes
 // received) into t, reusing t's storage, and copies payload.size() payload bytes
@@ -54,6 +67,10 @@ std::size_t encode_token(const token_frame& f, const token& t, std::size_t to, s
 // padding is not zero; t is then a token that token::well_formed rejects.
 // marks: f.n bytes of scratch, zero on entry and on return.
 bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, token& t,
+                  std::span<std::byte> payload, std::span<std::uint8_t> marks);
+// The same into a node_token (LN needs no widening); malformed: a queue of n
+// entries, which cohort::on_token refuses.
+bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, node_token& t,
                   std::span<std::byte> payload, std::span<std::uint8_t> marks);
 
 // The 64-bit value congruent to `wire` modulo 2^32 that lies nearest `rn` (the
@@ -69,7 +86,7 @@ inline std::uint64_t widened(std::uint64_t wire, std::uint64_t rn) noexcept {
 }
 
 // Replaces each 32-bit LN[j] from the wire with widened(LN[j], rn[j])
-// (rn.size() == ln.size()). cohort::on_token does the same as it copies LN in.
+// (rn.size() == ln.size()).
 void widen_ln(std::span<seq_t> ln, std::span<const seq_t> rn) noexcept;
 
 }  // namespace tally::protocol

@@ -77,6 +77,7 @@ class transport {
   // The token that test() reported, into `t` (its storage reused) and `payload`;
   // LN as the wire's 32-bit values, for the caller to widen (protocol::widen_ln).
   void read_token(protocol::token& t, std::span<std::byte> payload);
+  void read_token(protocol::node_token& t, std::span<std::byte> payload);
 
   // Posts the token receive again after test() reported a token (flat topology:
   // broadcast() does it).

@@ -96,7 +96,7 @@ TEST(Cohort, TokenGrantsTheLocalHead) {
   node_fixture n(two_by_two, 1, 1, 0);
   ASSERT_TRUE(n.c.lock(1).ok());
   ASSERT_TRUE(n.c.lock(0).ok());
-  const std::vector<seq_t> ln(2);
+  const std::vector<std::uint32_t> ln(2);
   const cohort_step s = n.c.on_token(1, ln, {});
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s.act.grant, 1);  // FIFO: rank 3 asked first
@@ -111,23 +111,28 @@ TEST(Cohort, TokenGrantsTheLocalHead) {
   EXPECT_EQ(n.c.counters_of(0).local_acquisitions, 1u);
   ASSERT_TRUE(n.c.unlock(0).ok());
   EXPECT_TRUE(n.c.holds_token());  // idle holder now
-  EXPECT_EQ(n.c.state().ln[1], seq_t(1));
+  EXPECT_EQ(n.c.state().ln[1], 1u);
 }
 
-// on_token takes LN as the wire carries it, 32 bits, and widens each entry against
-// the node's RN as it copies it in; a full value within the bound comes through
-// unchanged. Node 1 has heard node 0's request 2^32 + 5.
-TEST(Cohort, TokenLnIsWidenedAgainstTheNodesRn) {
-  constexpr std::uint64_t big = (std::uint64_t{1} << 32) + 5;
-  for (const std::uint64_t carried : {big, big & 0xffffffffu, big - 1, (big - 1) & 0xffffffffu}) {
-    node_fixture n(two_by_two, 1, 1, 0);
-    ASSERT_TRUE(n.c.on_request(0, rank_t(0), seq_t(big)).ok());
-    ASSERT_TRUE(n.c.lock(0).ok());
-    const std::vector<seq_t> ln{seq_t(carried), seq_t(0)};
-    ASSERT_TRUE(n.c.on_token(0, ln, {}).ok());
-    const bool served = (carried & 0xffffffffu) == (big & 0xffffffffu);  // LN[0] = RN[0]: node 0 served
-    EXPECT_EQ(n.c.state().ln[0], seq_t(served ? big : big - 1)) << carried;
-    EXPECT_EQ(n.c.state().h->remote_waiting, served ? 0 : 1) << carried;  // else node 0 still waits
+// The cohort keeps LN as the wire carries it, 32 bits, and compares it with RN
+// modulo 2^32: node 1 has heard node 0's request s (past 2^32, and at the wrap);
+// the token says node 0's last served request is s (not waiting) or s - 1 (waiting,
+// so the release sends the token there).
+TEST(Cohort, TokenLnIsComparedWithRnModulo2To32) {
+  constexpr std::uint64_t past = (std::uint64_t{1} << 32) + 5, wrap = std::uint64_t{1} << 32;
+  for (const std::uint64_t s : {past, wrap}) {
+    for (const bool served : {true, false}) {
+      node_fixture n(two_by_two, 1, 1, 0);
+      ASSERT_TRUE(n.c.on_request(0, rank_t(0), seq_t(s)).ok());
+      ASSERT_TRUE(n.c.lock(0).ok());
+      const std::vector<std::uint32_t> ln{low32(seq_t(served ? s : s - 1)), 0};
+      ASSERT_TRUE(n.c.on_token(0, ln, {}).ok());
+      EXPECT_EQ(n.c.state().ln[0], ln[0]) << s;
+      EXPECT_EQ(n.c.remote_waiter_known(), !served) << s;  // else node 0 still waits
+      const cohort_step u = n.c.unlock(0);
+      ASSERT_TRUE(u.ok());
+      EXPECT_EQ(u.act.token_to, served ? rank_t(-1) : rank_t(0)) << s;
+    }
   }
 }
 
@@ -228,7 +233,7 @@ TEST(Cohort, WithdrawKeepsOrderAndTheNodeRequest) {
   EXPECT_EQ(n.c.withdraw(1).st, status::not_requesting);
   ASSERT_TRUE(n.c.withdraw(0).ok());  // the requester gives up; the request stands
   EXPECT_TRUE(n.c.requesting());
-  const std::vector<seq_t> ln(2);
+  const std::vector<std::uint32_t> ln(2);
   const cohort_step s = n.c.on_token(0, ln, {});  // received by the withdrawn requester
   EXPECT_EQ(s.act.grant, 2);
 }
@@ -238,10 +243,10 @@ TEST(Cohort, TokenForAllWithdrawnNodeMovesOnOrStays) {
   ASSERT_TRUE(n.c.lock(0).ok());
   ASSERT_TRUE(n.c.withdraw(0).ok());
   ASSERT_TRUE(n.c.on_request(0, rank_t(2), seq_t(1)).ok());
-  const std::vector<seq_t> ln(3);
+  const std::vector<std::uint32_t> ln(3);
   const cohort_step s = n.c.on_token(0, ln, {});
   EXPECT_EQ(s.act.token_to, rank_t(2));  // node 2 is fresh: it gets the token
-  EXPECT_EQ(n.c.state().ln[1], seq_t(1));  // node 1's request counts as served
+  EXPECT_EQ(n.c.state().ln[1], 1u);  // node 1's request counts as served
 }
 
 TEST(Cohort, TryLockEntersOnlyAtAnIdleHolderNode) {
@@ -259,11 +264,11 @@ TEST(Cohort, MisuseChangesNothing) {
   EXPECT_EQ(n.c.lock(2).st, status::bad_rank);
   EXPECT_EQ(n.c.on_request(0, rank_t(1), seq_t(1)).st, status::self_request);
   EXPECT_EQ(n.c.on_request(0, rank_t(9), seq_t(1)).st, status::bad_rank);
-  const std::vector<seq_t> ln(2);
+  const std::vector<std::uint32_t> ln(2);
   EXPECT_EQ(n.c.on_token(0, ln, {}).st, status::not_requesting);
   node_fixture m(two_by_two, 1, 1, 0);
   ASSERT_TRUE(m.c.lock(0).ok());
-  const std::vector<seq_t> short_ln(1);
+  const std::vector<std::uint32_t> short_ln(1);
   const std::vector<rank_t> self_q{rank_t(3)}, dup_q{rank_t(0), rank_t(1)};
   EXPECT_EQ(m.c.on_token(0, short_ln, {}).st, status::bad_token);
   EXPECT_EQ(m.c.on_token(0, ln, self_q).st, status::bad_token);  // this node queued

@@ -3,7 +3,7 @@
 // and the rest is the buffer as it came off the wire. Whatever the bytes: no crash,
 // a token that decodes (in either topology's framing) is re-encoded to the same
 // bytes and widens to the same low 32 bits of LN, a token well_formed accepts
-// satisfies what it promises, and the peer either refuses it (bad_token, state
+// satisfies what it promises (the node topology's LN is its 32 bits as they came), and the peer either refuses it (bad_token, state
 // unchanged) or holds exactly that token, the entries not carried set.
 #include <algorithm>
 #include <cstdlib>
@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::int32_t> node_of(2 * static_cast<std::size_t>(n));
   for (std::size_t r = 0; r < node_of.size(); ++r) node_of[r] = static_cast<std::int32_t>(r / 2);
   const token_frame by_node{static_cast<std::size_t>(n), node_of};
-  token tn;
+  node_token tn;  // LN kept as the wire's 32 bits, as the cohort keeps it
   if (decode_token(buf, by_node, self.index(), tn, payload, marks)) {
     std::vector<bool> seen(static_cast<std::size_t>(n), false);
     for (rank_t r : tn.queue) {
@@ -67,7 +67,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       seen[by_node.slot(r.value())] = true;
     }
     std::vector<std::byte> again(buf.size());
-    FUZZ_CHECK(encode_token(by_node, tn, self.index(), payload, again) == buf.size() && again == buf);
+    std::vector<std::int32_t> queue;
+    for (rank_t r : tn.queue) queue.push_back(r.value());
+    FUZZ_CHECK(encode_token(by_node, tn.ln, queue, self.index(), payload, again) == buf.size() && again == buf);
+    FUZZ_CHECK(tn.ln[self.index()] == 0);
+    for (rank_t r : tn.queue) FUZZ_CHECK(tn.ln[by_node.slot(r.value())] == 0);  // not carried
   }
   FUZZ_CHECK(std::all_of(marks.begin(), marks.end(), [](std::uint8_t m) { return m == 0; }));
 

@@ -55,6 +55,8 @@ constexpr const char* help_tail = R"(  --requests-per-rank R     critical sectio
                             (encoding) and at the receiver (decoding)
   --scan-time T             s: CPU per LN entry of a release's scan for fresh
                             requests, before the token it sends
+  --node-entry-time T       two-level: e and s of the node topology's token (its
+  --node-scan-time T        LN stays 32 bits)
   --broadcast-window W      a token sent during the sender's own broadcast leaves
                             after the current window of W REQUESTs (default 16,
                             as the runtime's); 0: after the whole broadcast
@@ -156,7 +158,7 @@ options parse(const std::vector<std::string>& args) {
   std::optional<ps_t> latency, overhead, gap;
   std::optional<double> byte_time;
   std::optional<std::uint64_t> eager;
-  std::optional<ps_t> rendezvous, entry_time, scan_time;
+  std::optional<ps_t> rendezvous, entry_time, scan_time, node_entry_time, node_scan_time;
   std::optional<std::uint64_t> window;
   std::string algo = "suzuki-kasami";
   duration_dist cs{duration_dist::shape::fixed, 1'000'000, 0}, think;
@@ -209,6 +211,8 @@ options parse(const std::vector<std::string>& args) {
     else if (opt == "--rendezvous") rendezvous = parse_ps(opt, value());
     else if (opt == "--entry-time") entry_time = parse_ps(opt, value());
     else if (opt == "--scan-time") scan_time = parse_ps(opt, value());
+    else if (opt == "--node-entry-time") node_entry_time = parse_ps(opt, value());
+    else if (opt == "--node-scan-time") node_scan_time = parse_ps(opt, value());
     else if (opt == "--broadcast-window") window = parse_uint(opt, value(), 0, 1u << 30);
     else if (opt == "--seed") seed = parse_uint(opt, value(), 0, UINT64_MAX);
     else if (opt == "--ranks-per-node") per_node = parse_uint(opt, value(), 1, 1u << 24);
@@ -246,6 +250,8 @@ options parse(const std::vector<std::string>& args) {
   if (window) c.net.window = *window;
   if (entry_time) c.net.entry_time = *entry_time;
   if (scan_time) c.net.scan_time = *scan_time;
+  if (node_entry_time) c.net.node_entry_time = *node_entry_time;
+  if (node_scan_time) c.net.node_scan_time = *node_scan_time;
 
   if (per_node) {
     if (*ranks % *per_node != 0)

@@ -216,6 +216,8 @@ struct delay_lane {
 //   int64 token_entries() const       optional: LN entries of its token; each end of
 //                                     a token's trip pays the link's entry_time each,
 //                                     a token sent `scanned` its scan_time each first
+//   static bool node_token            optional: true for the node topology's token
+//                                     (node_entry_time and node_scan_time instead)
 //   void lock(E&, int32 i)            i wants the CS (it has no outstanding request)
 //   void unlock(E&, int32 i)          i leaves the CS
 //   void deliver(E&, const message&)  a message is handled at m.to at e.now()
@@ -275,12 +277,20 @@ class scheduler {
   }
   // CPU per token entry (a link's entry_time or scan_time) times the model's token
   // entries for a message of kind k: 0 for other kinds and for models without one.
+  // entry_time_of and scan_time_of pick the link's pair for this model's token: the
+  // node topology's where Model::node_token is true.
   ps_t token_cpu(ps_t per_entry, msg_kind k) const noexcept {
     if constexpr (requires(const Model& m) { m.token_entries(); })
       return k == msg_kind::token ? per_entry * model_.token_entries() : 0;
     else
       return 0;
   }
+  static constexpr bool node_token() noexcept {
+    if constexpr (requires { Model::node_token; }) return Model::node_token;
+    else return false;
+  }
+  static ps_t entry_time_of(const network_params& p) noexcept { return node_token() ? p.node_entry_time : p.entry_time; }
+  static ps_t scan_time_of(const network_params& p) noexcept { return node_token() ? p.node_scan_time : p.scan_time; }
   // Rank i enters its critical section now. Throws invariant_violation if another
   // rank is in its CS or i has no outstanding request.
   void enter(std::int32_t i);

@@ -80,8 +80,8 @@ void scheduler<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std:
   const network_params& p = link(from, to);
   // A token's CPU beyond o: the sender's (scan, encoding) before injection (the port
   // is its CPU), the receiver's decoding after its o (arrive()).
-  const ps_t before = scanned ? token_cpu(p.scan_time, k) : 0;
-  const ps_t extra = token_cpu(p.entry_time, k);
+  const ps_t before = scanned ? token_cpu(scan_time_of(p), k) : 0;
+  const ps_t extra = token_cpu(entry_time_of(p), k);
   const ps_t busy = before + p.slot(bytes) + extra;
   ps_t start = 0;
   if (!ahead || !cut_in(from, busy, start)) start = reserve_port(from, busy);
@@ -243,7 +243,7 @@ void scheduler<Model>::fire(const event& e) {
       return;
     case event::type::arrive: {
       const network_params& p = link(e.a, e.b);
-      arrive(e.t, message{e.kind, e.a, e.b, e.val}, p.overhead, token_cpu(p.entry_time, e.kind));
+      arrive(e.t, message{e.kind, e.a, e.b, e.val}, p.overhead, token_cpu(entry_time_of(p), e.kind));
       return;
     }
       return;

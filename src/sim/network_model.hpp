@@ -15,7 +15,8 @@
 // e and s model the CPU a token costs beyond o: for a token of m LN entries the
 // sender spends e*m encoding it and the receiver e*m decoding and widening it after
 // its o; a token sent by a release waits, before that, for the release's scan of
-// every entry for fresh requests, s*m.
+// every entry for fresh requests, s*m. The node topology's token has its own pair
+// (its LN stays 32 bits: no widening), used by the two-level model.
 #pragma once
 
 #include <algorithm>
@@ -38,6 +39,8 @@ struct network_params {
   std::uint64_t window = protocol::broadcast_window;  // W: 0 = the token waits for the whole broadcast
   ps_t entry_time = 0;      // e: CPU per LN entry of a token, at the sender and at the receiver
   ps_t scan_time = 0;       // s: CPU per LN entry of a release's scan, before the token it sends
+  ps_t node_entry_time = 0;  // e and s of the node topology's token (two-level)
+  ps_t node_scan_time = 0;
 
   // Injection time of the payload, rounded to the picosecond.
   ps_t wire(std::uint64_t bytes) const noexcept {

@@ -67,7 +67,8 @@ std::string report_json(const run_config& c, const summary& s) {
     << ", \"gap_ns\": " << ns(c.net.gap) << ", \"byte_time_ns\": " << fmt("%.6f", c.net.byte_time / 1000)
     << ", \"eager_limit\": " << c.net.eager_limit << ", \"rendezvous_ns\": " << ns(c.net.rendezvous)
     << ", \"broadcast_window\": " << c.net.window << ", \"entry_time_ns\": " << ns(c.net.entry_time)
-    << ", \"scan_time_ns\": " << ns(c.net.scan_time) << "},\n";
+    << ", \"scan_time_ns\": " << ns(c.net.scan_time) << ", \"node_entry_time_ns\": " << ns(c.net.node_entry_time)
+    << ", \"node_scan_time_ns\": " << ns(c.net.node_scan_time) << "},\n";
   if (c.ranks_per_node > 0) {
     o << "  \"nodes\": {\"ranks_per_node\": " << c.ranks_per_node << ", \"count\": " << w.ranks / c.ranks_per_node
       << ", \"intra_latency_ns\": " << ns(c.intra.latency);
@@ -120,7 +121,10 @@ std::string report_table(const run_config& c, const summary& s) {
   if (c.ranks_per_node > 0)
     row("nodes", fmt("%d of %d ranks, shm inside", w.ranks / c.ranks_per_node, c.ranks_per_node) +
                      (c.algorithm == "two-level" ? fmt(", pass bound %u, local grant %s", c.pass_bound,
-                                                       human(static_cast<double>(c.local_grant)).c_str())
+                                                       human(static_cast<double>(c.local_grant)).c_str()) +
+                                                   fmt(", token e %s, s %s per entry",
+                                                       human(static_cast<double>(c.net.node_entry_time)).c_str(),
+                                                       human(static_cast<double>(c.net.node_scan_time)).c_str())
                                                  : std::string()));
   row("workload", "cs " + describe(w.cs) + ", think " + describe(w.think) + ", " +
                       (w.requests_per_rank ? std::to_string(w.requests_per_rank) + " per rank"

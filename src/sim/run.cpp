@@ -57,12 +57,13 @@ const model_entry* find_model(std::string_view name) noexcept {
 
 const std::vector<network_preset>& network_presets() {
   // scripts/calibrate-sim on the development machine (Open MPI 4.1 shared memory,
-  // 2 ranks); e and s from tally_core_bench (the slopes per entry of BM_TokenHop less
-  // BM_TokenHopNoCodec, halved, and of BM_TokenHopNoCodec). The runs and their
+  // 2 ranks); e and s from one run of tally_core_bench: flat, the slopes per entry of
+  // BM_TokenHop less BM_TokenHopNoCodec, halved, and of BM_TokenHopNoCodec; node,
+  // BM_NodeTokenHop less BM_NodeScan, halved, and BM_NodeScan. The runs and their
   // inputs: docs/simulator.md#calibration.
   static const std::vector<network_preset> presets{
-      //        L        o       g       G (ps/B)  E     R          W                          e    s
-      {"shm", {145'600, 24'000, 41'900, 66.45, 4096, 1'737'000, protocol::broadcast_window, 180, 120}},
+      //        L        o       g       G (ps/B)  E     R          W                          e    s    node e, s
+      {"shm", {145'600, 24'000, 41'900, 66.45, 4096, 1'737'000, protocol::broadcast_window, 190, 170, 70, 80}},
   };
   return presets;
 }

@@ -472,11 +472,14 @@ TEST(TwoLevel, SaturatedHandoffIsALocalGrantOrOneToken) {
 }
 
 TEST(TwoLevel, ATokenBetweenNodesCostsItsNodeEntriesCpu) {
-  // As above with e and s per LN entry: the token, of K = 4 entries and always sent
-  // by a release, takes (2e + s)K longer; a local grant is no token and costs the same.
+  // As above with the node token's e and s per LN entry (the flat token's, set too,
+  // do not apply): the token, of K = 4 entries and always sent by a release, takes
+  // (2e + s)K longer; a local grant is no token and costs the same.
   run_config c = two_level_config(shape_case{4, 3, 2}, per_rank(12, 30, fixed(5000 * ns)));
-  c.net.entry_time = 7 * ns;
-  c.net.scan_time = 3 * ns;
+  c.net.node_entry_time = 7 * ns;
+  c.net.node_scan_time = 3 * ns;
+  c.net.entry_time = 100 * ns;
+  c.net.scan_time = 100 * ns;
   std::vector<ps_t> kinds;
   run_two_level(c, &kinds);
   const std::vector<ps_t> allowed{30 * ns, net_a().transit(token_bytes(4)) + 4 * (2 * 7 + 3) * ns};
@@ -486,8 +489,8 @@ TEST(TwoLevel, ATokenBetweenNodesCostsItsNodeEntriesCpu) {
   // broadcast order.
   run_config one = two_level_config(shape_case{4, 3, 2}, per_rank(12, 1));
   one.load.active = {3};
-  one.net.entry_time = 7 * ns;
-  one.net.scan_time = 3 * ns;
+  one.net.node_entry_time = 7 * ns;
+  one.net.node_scan_time = 3 * ns;
   const raw_results r1 = run_two_level(one);
   ASSERT_EQ(r1.waits.size(), 1u);
   EXPECT_EQ(r1.waits[0], net_a().transit(tally::protocol::node_request_bytes) + net_a().transit(token_bytes(4)) +

@@ -3,7 +3,9 @@
 // pass the token back and forth; every hop is one REQUEST handled by an idle
 // holder, the token encoded, decoded, widened and taken in, then the receiver's
 // release (its scan of LN and RN for fresh requests). Its time per LN entry
-// calibrates tally-sim's --entry-time and --scan-time (docs/simulator.md).
+// calibrates tally-sim's --entry-time and --scan-time, the node topology's hop and
+// scan its --node-entry-time and --node-scan-time (docs/simulator.md). The flat
+// hop's two ends are also timed alone (BM_TokenEncode, BM_TokenDecode).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

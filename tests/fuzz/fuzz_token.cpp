@@ -2,13 +2,16 @@
 // receives the decoded token. The input chooses n, the owner and the payload size,
 // and the rest is the buffer as it came off the wire. Whatever the bytes: no crash,
 // a token that decodes (in either topology's framing) is re-encoded to the same
-// bytes and widens to the same low 32 bits of LN, a token well_formed accepts
-// satisfies what it promises (the node topology's LN is its 32 bits as they came), and the peer either refuses it (bad_token, state
-// unchanged) or holds exactly that token, the entries not carried set.
+// bytes, the flat one widens to the same low 32 bits of LN, a token well_formed
+// accepts satisfies what it promises, and the peer either refuses it (bad_token,
+// state unchanged) or holds exactly that token, the entries not carried set; a node
+// of the node topology takes in exactly the tokens that decode in its framing, LN
+// as they carry it.
 #include <algorithm>
 #include <cstdlib>
 #include <vector>
 
+#include "core/cohort.hpp"
 #include "core/protocol.hpp"
 #include "core/token_codec.hpp"
 #include "core/token_layout.hpp"
@@ -60,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t r = 0; r < node_of.size(); ++r) node_of[r] = static_cast<std::int32_t>(r / 2);
   const token_frame by_node{static_cast<std::size_t>(n), node_of};
   node_token tn;  // LN kept as the wire's 32 bits, as the cohort keeps it
-  if (decode_token(buf, by_node, self.index(), tn, payload, marks)) {
+  const bool node_decoded = decode_token(buf, by_node, self.index(), tn, payload, marks);
+  if (node_decoded) {
     std::vector<bool> seen(static_cast<std::size_t>(n), false);
     for (rank_t r : tn.queue) {
       FUZZ_CHECK(by_node.valid(r.value()) && by_node.slot(r.value()) != self.index() && !seen[by_node.slot(r.value())]);
@@ -74,6 +78,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (rank_t r : tn.queue) FUZZ_CHECK(tn.ln[by_node.slot(r.value())] == 0);  // not carried
   }
   FUZZ_CHECK(std::all_of(marks.begin(), marks.end(), [](std::uint8_t m) { return m == 0; }));
+  // Node `self` of n (two ranks each), its rank 0 waiting for the token: it takes in
+  // exactly what decodes, LN as carried (the entries not carried read 0: queued, and
+  // its own RN - 1 = 0), and refuses anything else without changing a byte.
+  if (n >= 2) {
+    const cohort_layout layout = cohort_layout::of(n, 2);
+    std::vector<std::uint64_t> mem(layout.bytes / 8 + 1);
+    const std::vector<std::int32_t> members{2 * self.value(), 2 * self.value() + 1};
+    cohort c({n, self.value(), 2, 1}, cohort_view::at(mem.data(), layout), node_of, members);
+    c.reset((self.value() + 1) % n);
+    FUZZ_CHECK(c.lock(0).act.broadcast);
+    const std::vector<std::uint64_t> held = mem;
+    const cohort_step s = c.on_token(0, tn.ln, tn.queue);
+    if (node_decoded) {
+      FUZZ_CHECK(s.ok() && c.in_cs() == 0 && c.holds_token());
+      FUZZ_CHECK(std::equal(tn.ln.begin(), tn.ln.end(), c.state().ln));
+      FUZZ_CHECK(c.state().h->tq_len == static_cast<std::int32_t>(tn.queue.size()));
+    } else {
+      FUZZ_CHECK(s.st == status::bad_token && mem == held);
+    }
+  }
 
   // A peer that asked for the token: it enters with a well-formed one and refuses,
   // unchanged, anything else.

@@ -1,7 +1,7 @@
 // tally_core_bench: the CPU one token hop costs in the protocol core, no MPI. Two
 // ranks of an n-rank group (flat) or two nodes of K (node topology, one rank each)
 // pass the token back and forth; every hop is one REQUEST handled by an idle
-// holder, the token encoded, decoded, widened and taken in, then the receiver's
+// holder, the token encoded, decoded and taken in, then the receiver's
 // release (its scan of LN and RN for fresh requests). Its time per LN entry
 // calibrates tally-sim's --entry-time and --scan-time, the node topology's hop and
 // scan its --node-entry-time and --node-scan-time (docs/simulator.md). The flat
@@ -38,7 +38,6 @@ struct hop_bench {
     if (codec) {
       encode_token(frame, t, static_cast<std::size_t>(r), {}, buf);
       if (!decode_token(buf, frame, static_cast<std::size_t>(r), spare, {}, marks)) throw std::logic_error("decode");
-      widen_ln(spare.ln, peers[r].rn());
       std::swap(t, spare);  // the decoded token goes in; the old one's storage is reused
     }
     peers[r].on_token(std::move(t));
@@ -74,11 +73,11 @@ void BM_TokenHopNoCodec(benchmark::State& st) {
 }
 
 // One end of the hop alone: the holder encoding the token (the rest is the
-// receiver's decoding and widening).
+// receiver's decoding).
 void BM_TokenEncode(benchmark::State& st) {
   hop_bench b(static_cast<std::int32_t>(st.range(0)));
   token t;
-  t.ln.assign(static_cast<std::size_t>(st.range(0)), seq_t(7));
+  t.ln.assign(static_cast<std::size_t>(st.range(0)), 7);
   for (auto _ : st) {
     encode_token(b.frame, t, 1, {}, b.buf);
     benchmark::DoNotOptimize(b.buf.data());
@@ -87,15 +86,14 @@ void BM_TokenEncode(benchmark::State& st) {
   report(st, st.range(0));
 }
 
-// The other end alone: decoding and widening.
+// The other end alone: decoding.
 void BM_TokenDecode(benchmark::State& st) {
   hop_bench b(static_cast<std::int32_t>(st.range(0)));
   token t;
-  t.ln.assign(static_cast<std::size_t>(st.range(0)), seq_t(7));
+  t.ln.assign(static_cast<std::size_t>(st.range(0)), 7);
   encode_token(b.frame, t, 1, {}, b.buf);
   for (auto _ : st) {
     if (!decode_token(b.buf, b.frame, 1, b.spare, {}, b.marks)) throw std::logic_error("decode");
-    widen_ln(b.spare.ln, b.peers[1].rn());
     benchmark::DoNotOptimize(b.spare.ln.data());
     benchmark::ClobberMemory();
   }
@@ -142,7 +140,7 @@ struct node_hop_bench {
   std::vector<std::uint64_t> mem[2];
   std::vector<std::int32_t> members[2];
   std::vector<cohort> nodes;
-  node_token spare;
+  token spare;
   int h = 0;
 };
 

@@ -24,6 +24,7 @@ std::string list_of(const Range& xs, F f) {
 }
 constexpr auto id_of = [](rank_t r) { return r.value(); };
 constexpr auto number_of = [](seq_t q) { return q.value(); };
+constexpr auto ln_of = [](protocol::ln_t l) { return l; };
 
 std::string where(const world& w) {
   if (const auto h = w.holder()) return "held by rank " + std::to_string(h->value());
@@ -84,7 +85,7 @@ std::optional<std::string> check(const world& w, const statement& st) {
                       std::to_string(got));
     }
     case op::ln: {
-      const std::uint64_t got = w.token().ln[static_cast<std::size_t>(*st.a)].value();
+      const std::uint64_t got = w.token().ln[static_cast<std::size_t>(*st.a)];
       if (got == *st.value) return std::nullopt;
       return mismatch("LN[" + std::to_string(*st.a) + "] = " + std::to_string(*st.value),
                       std::to_string(got));
@@ -170,7 +171,7 @@ std::string describe(const world& w) {
     if (nd.holds_token()) t = nd.held();
   }
   os << "  token: " << where(w);
-  if (t) os << ", LN = " << list_of(t->ln, number_of) << ", Q = " << list_of(t->queue, id_of);
+  if (t) os << ", LN = " << list_of(t->ln, ln_of) << ", Q = " << list_of(t->queue, id_of);
   os << "\n  pending:";
   if (w.pending().empty()) os << " none";
   for (const request_msg& m : w.pending())

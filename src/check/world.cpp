@@ -194,19 +194,20 @@ std::optional<std::string> world::violation() const {
         return report{}("RN_", i, "[", j, "] = ", peers_[i].rn(nj.self()).value(), " exceeds RN_", j,
                         "[", j, "] = ", own.value());
     if (!carried(j)) {  // queued or the token's destination: 0, as on the wire
-      if (t.ln[j] != seq_t(0))
-        return report{}("LN[", j, "] = ", t.ln[j].value(), " for a rank the token does not carry it for");
+      if (t.ln[j] != 0)
+        return report{}("LN[", j, "] = ", t.ln[j], " for a rank the token does not carry it for");
       continue;
     }
-    if (t.ln[j] > own || own > t.ln[j].next())
-      return report{}("LN[", j, "] = ", t.ln[j].value(), " but RN_", j, "[", j, "] = ", own.value(),
+    const seq_t lnj(t.ln[j]);  // the checks' values stay far below 2^32
+    if (lnj > own || own > lnj.next())
+      return report{}("LN[", j, "] = ", t.ln[j], " but RN_", j, "[", j, "] = ", own.value(),
                       " (need LN <= RN <= LN + 1)");
-    if (nj.mode() == mode::idle && own != t.ln[j])
+    if (nj.mode() == mode::idle && own != lnj)
       return report{}("idle rank ", j, " has RN_", j, "[", j, "] = ", own.value(), " != LN[", j,
-                      "] = ", t.ln[j].value());
-    if (nj.mode() == mode::requesting && own != t.ln[j].next())
+                      "] = ", t.ln[j]);
+    if (nj.mode() == mode::requesting && own != lnj.next())
       return report{}("requesting rank ", j, " has RN_", j, "[", j, "] = ", own.value(),
-                      " != LN[", j, "] + 1 = ", t.ln[j].value() + 1);
+                      " != LN[", j, "] + 1 = ", std::uint64_t{t.ln[j]} + 1);
   }
 
   std::vector<bool> seen(n, false);
@@ -225,9 +226,9 @@ std::optional<std::string> world::violation() const {
     if (!t.queue.empty()) return report{}("idle holder ", h->value(), " has a non-empty Q");
     // I4 ready holder: an idle holder has handed off every request it knows of.
     for (std::size_t j = 0; j < n; ++j)
-      if (peers_[h->index()].rn(rank_t(static_cast<std::int32_t>(j))) == t.ln[j].next())
+      if (protocol::fresh(peers_[h->index()].rn(rank_t(static_cast<std::int32_t>(j))), t.ln[j]))
         return report{}("idle holder ", h->value(), " keeps the token although RN_", h->value(),
-                        "[", j, "] = LN[", j, "] + 1 = ", t.ln[j].value() + 1);
+                        "[", j, "] = LN[", j, "] + 1 = ", std::uint64_t{t.ln[j]} + 1);
   }
   if (flight_) {
     if (flight_->to.value() < 0 || flight_->to.index() >= n)
@@ -280,7 +281,7 @@ std::optional<std::string> world::regression_from(const world& before) const {
   const protocol::token& t1 = token();
   for (std::size_t j = 0; j < n; ++j)
     if (before.carried(j) && carried(j) && t1.ln[j] < t0.ln[j])
-      return report{}("LN[", j, "] decreased from ", t0.ln[j].value(), " to ", t1.ln[j].value());
+      return report{}("LN[", j, "] decreased from ", t0.ln[j], " to ", t1.ln[j]);
   return std::nullopt;
 }
 
@@ -292,7 +293,7 @@ void world::encode(std::vector<std::uint64_t>& out) const {
     for (seq_t s : nd.rn()) out.push_back(s.value());
   }
   const protocol::token& t = token();
-  for (seq_t s : t.ln) out.push_back(s.value());
+  for (protocol::ln_t s : t.ln) out.push_back(s);
   out.push_back(t.queue.size());
   for (rank_t q : t.queue) out.push_back(static_cast<std::uint64_t>(q.value()));
   out.push_back(flight_ ? static_cast<std::uint64_t>(flight_->to.value()) : ~std::uint64_t{0});

@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "core/per_entry.hpp"
-#include "core/token_codec.hpp"
-
 namespace tally::protocol {
 
 namespace {
@@ -35,7 +32,7 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
   place(l.waiting, r);
   place(l.rn, k * sizeof(seq_t));
   place(l.requester, k * sizeof(std::int32_t));
-  place(l.ln, k * sizeof(std::uint32_t));
+  place(l.ln, k * sizeof(ln_t));
   place(l.tq, k * sizeof(std::int32_t));
   place(l.scratch, k);
   l.protocol_bytes = off;
@@ -48,7 +45,7 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
 
 cohort_view cohort_view::at(void* base, const cohort_layout& l) noexcept {
   return {protocol::at<cohort_header>(base, l.header),  protocol::at<seq_t>(base, l.rn),
-          protocol::at<std::int32_t>(base, l.requester), protocol::at<std::uint32_t>(base, l.ln),
+          protocol::at<std::int32_t>(base, l.requester), protocol::at<ln_t>(base, l.ln),
           protocol::at<std::int32_t>(base, l.tq),        protocol::at<std::int32_t>(base, l.lq),
           protocol::at<std::uint8_t>(base, l.waiting),   protocol::at<std::uint8_t>(base, l.scratch),
           protocol::at<std::int32_t>(base, l.order_next), protocol::at<std::int32_t>(base, l.order_prev),
@@ -76,7 +73,7 @@ void cohort::reset(std::int32_t owner_node) noexcept {
   *v_.h = cohort_header{};
   std::fill_n(v_.rn, k, seq_t{});
   std::fill_n(v_.requester, k, -1);
-  std::fill_n(v_.ln, k, std::uint32_t{0});
+  std::fill_n(v_.ln, k, ln_t{0});
   std::fill_n(v_.tq, k, -1);
   std::fill_n(v_.lq, r, -1);
   std::fill_n(v_.waiting, r, std::uint8_t{0});
@@ -271,7 +268,7 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
   return s;
 }
 
-cohort_step cohort::on_token(std::int32_t by, std::span<const std::uint32_t> ln, std::span<const rank_t> queue) {
+cohort_step cohort::on_token(std::int32_t by, std::span<const ln_t> ln, std::span<const rank_t> queue) {
   if (!local(by)) return {status::bad_rank};
   cohort_header& h = *v_.h;
   if (h.has_token || !h.requesting) return {status::not_requesting};

@@ -87,8 +87,7 @@ struct cohort_view {
   cohort_header* h = nullptr;
   seq_t* rn = nullptr;               // [K] highest request number seen per node
   std::int32_t* requester = nullptr; // [K] global rank that asked for rn[j]
-  std::uint32_t* ln = nullptr;       // [K] token: last served request per node, low 32
-                                     // bits (protocol::low32: compared with RN mod 2^32)
+  ln_t* ln = nullptr;                // [K] token: last served request per node (ln_t)
   std::int32_t* tq = nullptr;        // [K] token: FIFO of requesters (global ranks)
   std::int32_t* lq = nullptr;        // [R] local FIFO ring
   std::uint8_t* waiting = nullptr;   // [R] 1 iff the local rank is in the local FIFO
@@ -140,10 +139,9 @@ class cohort {
   cohort_step unlock(std::int32_t i);
   // REQUEST(seq) for node(requester) arrived; `by` is the local rank receiving it.
   cohort_step on_request(std::int32_t by, rank_t requester, seq_t s);
-  // The token arrived at local rank `by`: LN's low 32 bits as the wire carries them
-  // (core/token_codec.hpp), copied in as they are, under whatever guards this
-  // node's state.
-  cohort_step on_token(std::int32_t by, std::span<const std::uint32_t> ln, std::span<const rank_t> queue);
+  // The token arrived at local rank `by`: LN as the wire carries it, copied in,
+  // under whatever guards this node's state.
+  cohort_step on_token(std::int32_t by, std::span<const ln_t> ln, std::span<const rank_t> queue);
 
   const cohort_shape& shape() const noexcept { return shape_; }
   const cohort_view& state() const noexcept { return v_; }

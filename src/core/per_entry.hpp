@@ -1,7 +1,7 @@
 // core/per_entry.hpp — TALLY_PER_ENTRY marks the few functions whose loops run once
-// per LN entry on every token hop: the codec's copies, the release scans, the node's
-// receive. On x86-64 ELF with GCC 12+ or Clang 14+ they are compiled three times
-// (baseline, x86-64-v3: AVX2, x86-64-v4: AVX-512) and the loader binds each to the
+// per LN entry on every token hop: the codec's copies and the release scan. On
+// x86-64 ELF with GCC 12+ or Clang 14+ they are compiled three times (baseline,
+// x86-64-v3: AVX2, x86-64-v4: AVX-512) and the loader binds each to the
 // widest the CPU runs (an ifunc), so a default build gets the vector width a
 // -march=native build would (docs/design.md, "The per-entry loops are built for
 // three vector widths"). Elsewhere, with TALLY_NO_ISA_CLONES defined (CMake:

@@ -8,44 +8,27 @@
 namespace tally::protocol {
 
 namespace {
-// The stale mark of one entry, 64 or 32 bits wide as LN is.
-inline std::uint64_t mark_of(seq_t rn, seq_t ln) noexcept { return stale_mark(rn.value(), ln.value()); }
-inline std::uint32_t mark_of(seq_t rn, std::uint32_t ln) noexcept { return stale_mark32(low32(rn), ln); }
-
-// next_fresh's body, inlined into each clone below (internal: core/per_entry.hpp).
-template <class LN>
-[[gnu::always_inline]] inline std::size_t first_fresh_in(const seq_t* rn, const LN* ln, std::size_t from,
-                                                         std::size_t n) noexcept {
-  using mark = decltype(mark_of(rn[0], ln[0]));
+// next_fresh's body (internal: core/per_entry.hpp).
+TALLY_PER_ENTRY std::size_t first_fresh(const seq_t* rn, const ln_t* ln, std::size_t from, std::size_t n) noexcept {
   constexpr std::size_t chunk = 64;
   std::size_t j = from;
   for (; j < n && j % chunk != 0; ++j)
     if (fresh(rn[j], ln[j])) return j;
   for (; j < n; j += chunk) {
     if (j + chunk <= n) {
-      mark all = ~mark{0};
-      for (std::size_t k = j; k < j + chunk; ++k) all &= mark_of(rn[k], ln[k]);
-      if (all >> (8 * sizeof(mark) - 1)) continue;
+      ln_t all = ~ln_t{0};
+      for (std::size_t k = j; k < j + chunk; ++k) all &= stale_mark(low32(rn[k]), ln[k]);
+      if (all >> 31) continue;
     }
     for (std::size_t k = j; k < n && k < j + chunk; ++k)
       if (fresh(rn[k], ln[k])) return k;
   }
   return n;
 }
-TALLY_PER_ENTRY std::size_t first_fresh(const seq_t* rn, const seq_t* ln, std::size_t from, std::size_t n) noexcept {
-  return first_fresh_in(rn, ln, from, n);
-}
-TALLY_PER_ENTRY std::size_t first_fresh32(const seq_t* rn, const std::uint32_t* ln, std::size_t from,
-                                          std::size_t n) noexcept {
-  return first_fresh_in(rn, ln, from, n);
-}
 }  // namespace
 
-std::size_t next_fresh(const seq_t* rn, const seq_t* ln, std::size_t from, std::size_t n) noexcept {
+std::size_t next_fresh(const seq_t* rn, const ln_t* ln, std::size_t from, std::size_t n) noexcept {
   return first_fresh(rn, ln, from, n);
-}
-std::size_t next_fresh(const seq_t* rn, const std::uint32_t* ln, std::size_t from, std::size_t n) noexcept {
-  return first_fresh32(rn, ln, from, n);
 }
 
 const char* describe(status s) noexcept {
@@ -110,7 +93,7 @@ peer::peer(rank_t self, std::int32_t n, rank_t initial_owner)
                                " out of range for " + std::to_string(n) + " peers");
   rn_.assign(static_cast<std::size_t>(n), seq_t{});
   queued_.assign(static_cast<std::size_t>(n), 0);
-  if (self == initial_owner) held_ = token{std::vector<seq_t>(rn_.size()), {}};
+  if (self == initial_owner) held_ = token{std::vector<ln_t>(rn_.size()), {}};
 }
 
 void peer::enter(bool local) noexcept {
@@ -189,7 +172,7 @@ step peer::unlock() {
 
 step peer::release() {
   token& t = *held_;
-  t.ln[self_.index()] = rn_[self_.index()];
+  t.ln[self_.index()] = low32(rn_[self_.index()]);
   for (rank_t r : t.queue) queued_[r.index()] = 1;
   // A queued entry, its LN 0, may read as fresh: queued_ skips it.
   find_fresh(rn_.data(), t.ln.data(), static_cast<std::size_t>(n_), [&](std::size_t k) {
@@ -204,15 +187,15 @@ step peer::release() {
 }
 
 void peer::carried_only(token& t) const noexcept {
-  for (rank_t r : t.queue) t.ln[r.index()] = seq_t(0);
+  for (rank_t r : t.queue) t.ln[r.index()] = 0;
   // Requesting: RN[self] is the request this token serves, LN[self] the one before.
-  t.ln[self_.index()] = seq_t(rn_[self_.index()].value() - 1);
+  t.ln[self_.index()] = low32(rn_[self_.index()]) - 1;
 }
 
 step peer::send_to(rank_t to) {
   // Not carried (core/token_layout.hpp): the token in memory reads as on the wire.
-  for (rank_t r : held_->queue) held_->ln[r.index()] = seq_t(0);
-  held_->ln[to.index()] = seq_t(0);
+  for (rank_t r : held_->queue) held_->ln[r.index()] = 0;
+  held_->ln[to.index()] = 0;
   outbox_ = std::move(held_);
   held_.reset();
   ++counters_.tokens_sent;

@@ -72,36 +72,33 @@ class seq_t {
   std::uint64_t v_ = 0;
 };
 
+// An LN entry: the low 32 bits of the sequence number it records, as the token
+// carries it (core/token_layout.hpp). Every rank and node keeps LN so and compares
+// it with RN modulo 2^32, which is exact while |LN[j] - RN[j]| < 2^31 (docs/design.md,
+// "Transport"); RN and the REQUESTs' sequence numbers stay 64-bit.
+using ln_t = std::uint32_t;
+constexpr ln_t low32(seq_t s) noexcept { return static_cast<ln_t>(s.value()); }
+
 // The Suzuki–Kasami rule: a participant whose highest request number seen (RN) is
 // one past its last served request (LN) waits for the token.
-constexpr bool fresh(seq_t rn, seq_t ln) noexcept { return rn == ln.next(); }
+constexpr bool fresh(seq_t rn, ln_t ln) noexcept { return low32(rn) == static_cast<ln_t>(ln + 1); }
 // The top bit of stale_mark(rn, ln) is set exactly when the entry is not fresh: x =
-// RN - LN - 1 is 0 exactly for a fresh entry, and x | -x has its top bit set exactly
-// when x != 0. AND the marks of many entries, and a clear top bit means one of them
-// is fresh. (No compare, so GCC vectorizes loops of it at -O2 with SSE2.)
-constexpr std::uint64_t stale_mark(std::uint64_t rn, std::uint64_t ln) noexcept {
-  const std::uint64_t x = rn - ln - 1;
+// RN - LN - 1 (mod 2^32) is 0 exactly for a fresh entry, and x | -x has its top bit
+// set exactly when x != 0. AND the marks of many entries, and a clear top bit means
+// one of them is fresh. (No compare, so GCC vectorizes loops of it at -O2 with SSE2.)
+constexpr ln_t stale_mark(ln_t rn, ln_t ln) noexcept {
+  const ln_t x = rn - ln - 1;
   return x | (0 - x);
 }
 // The first j in [from, n) whose entry is fresh, or n. Chunks of 64 entries are
 // tested at once by their marks and looked at entry by entry only when those say one
 // is fresh: the scan of every release, where most of n entries are stale. Built for
 // the widest vectors the CPU has (core/per_entry.hpp).
-std::size_t next_fresh(const seq_t* rn, const seq_t* ln, std::size_t from, std::size_t n) noexcept;
-// The node topology (core/cohort.hpp) keeps LN as each entry's low 32 bits, as the
-// token carries it: modulo 2^32 the rule is exact while |LN[j] - RN[j]| < 2^31
-// (core/token_codec.hpp, docs/design.md "Transport"), and no pass widens it.
-constexpr std::uint32_t low32(seq_t s) noexcept { return static_cast<std::uint32_t>(s.value()); }
-constexpr bool fresh(seq_t rn, std::uint32_t ln) noexcept { return low32(rn) == ln + 1; }
-constexpr std::uint32_t stale_mark32(std::uint32_t rn, std::uint32_t ln) noexcept {
-  const std::uint32_t x = rn - ln - 1;
-  return x | (0 - x);
-}
-std::size_t next_fresh(const seq_t* rn, const std::uint32_t* ln, std::size_t from, std::size_t n) noexcept;
+std::size_t next_fresh(const seq_t* rn, const ln_t* ln, std::size_t from, std::size_t n) noexcept;
 // Calls f(j) for each fresh entry j < n in ascending order until f returns true;
-// returns whether it did. LN: seq_t or its low 32 bits.
-template <class LN, class F>
-bool find_fresh(const seq_t* rn, const LN* ln, std::size_t n, F&& f) {
+// returns whether it did.
+template <class F>
+bool find_fresh(const seq_t* rn, const ln_t* ln, std::size_t n, F&& f) {
   for (std::size_t j = next_fresh(rn, ln, 0, n); j < n; j = next_fresh(rn, ln, j + 1, n))
     if (f(j)) return true;
   return false;
@@ -128,7 +125,7 @@ errc to_errc(status s) noexcept;
 
 // The token's contents: LN[j] and the FIFO queue (head first, no duplicates).
 struct token {
-  std::vector<seq_t> ln;
+  std::vector<ln_t> ln;
   std::vector<rank_t> queue;
 
   // True iff ln has n entries and queue holds distinct ids in [0, n) other than owner.

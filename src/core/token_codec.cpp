@@ -36,28 +36,16 @@ T get_le(const std::byte* at) noexcept {
   return static_cast<T>(u);
 }
 
-// Every slot as a 32-bit LN entry: one straight pass each way, which vectorizes.
-TALLY_PER_ENTRY void write_slots(const seq_t* ln, std::byte* buf, std::size_t n) noexcept {
-  for (std::size_t j = 0; j < n; ++j) put_le(buf + layout::slot_offset(j), static_cast<std::uint32_t>(ln[j].value()));
-}
-TALLY_PER_ENTRY void read_slots(const std::byte* buf, seq_t* ln, std::size_t n) noexcept {
-  for (std::size_t j = 0; j < n; ++j) ln[j] = seq_t(get_le<std::uint32_t>(buf + layout::slot_offset(j)));
-}
-
-// The node topology's LN is kept as these 32 bits: a plain copy.
-TALLY_PER_ENTRY void write_slots(const std::uint32_t* ln, std::byte* buf, std::size_t n) noexcept {
+// Every slot as an LN entry: one straight copy each way, which vectorizes.
+TALLY_PER_ENTRY void write_slots(const ln_t* ln, std::byte* buf, std::size_t n) noexcept {
   for (std::size_t j = 0; j < n; ++j) put_le(buf + layout::slot_offset(j), ln[j]);
 }
-TALLY_PER_ENTRY void read_slots(const std::byte* buf, std::uint32_t* ln, std::size_t n) noexcept {
-  for (std::size_t j = 0; j < n; ++j) ln[j] = get_le<std::uint32_t>(buf + layout::slot_offset(j));
+TALLY_PER_ENTRY void read_slots(const std::byte* buf, ln_t* ln, std::size_t n) noexcept {
+  for (std::size_t j = 0; j < n; ++j) ln[j] = get_le<ln_t>(buf + layout::slot_offset(j));
 }
 
-TALLY_PER_ENTRY void widen_all(seq_t* ln, const seq_t* rn, std::size_t n) noexcept {
-  for (std::size_t j = 0; j < n; ++j) ln[j] = seq_t(widened(ln[j].value(), rn[j].value()));
-}
-
-template <class LN, class QueueAt>
-std::size_t encode_parts(const token_frame& f, std::span<const LN> ln, std::size_t len, QueueAt queue_at,
+template <class QueueAt>
+std::size_t encode_parts(const token_frame& f, std::span<const ln_t> ln, std::size_t len, QueueAt queue_at,
                          std::size_t to, std::span<const std::byte> payload, std::byte* buf) noexcept {
   const std::size_t n = f.n;
   write_slots(ln.data(), buf, n);
@@ -76,31 +64,22 @@ std::size_t encode_parts(const token_frame& f, std::span<const LN> ln, std::size
 }
 }  // namespace
 
-std::size_t encode_token(const token_frame& f, std::span<const seq_t> ln, std::span<const std::int32_t> queue,
-                         std::size_t to, std::span<const std::byte> payload, std::span<std::byte> buf) noexcept {
-  return encode_parts(f, ln, queue.size(), [&](std::size_t k) { return queue[k]; }, to, payload, buf.data());
-}
-
-std::size_t encode_token(const token_frame& f, std::span<const std::uint32_t> ln, std::span<const std::int32_t> queue,
+std::size_t encode_token(const token_frame& f, std::span<const ln_t> ln, std::span<const std::int32_t> queue,
                          std::size_t to, std::span<const std::byte> payload, std::span<std::byte> buf) noexcept {
   return encode_parts(f, ln, queue.size(), [&](std::size_t k) { return queue[k]; }, to, payload, buf.data());
 }
 
 std::size_t encode_token(const token_frame& f, const token& t, std::size_t to, std::span<const std::byte> payload,
                          std::span<std::byte> buf) noexcept {
-  return encode_parts(f, std::span<const seq_t>(t.ln), t.queue.size(), [&](std::size_t k) { return t.queue[k].value(); }, to, payload,
+  return encode_parts(f, std::span<const ln_t>(t.ln), t.queue.size(), [&](std::size_t k) { return t.queue[k].value(); }, to, payload,
                       buf.data());
 }
 
-namespace {
-// Both decoders: Tok has ln (seq_t or 32-bit entries) and queue (rank_t).
-template <class Tok>
-bool decode_parts(std::span<const std::byte> buf, const token_frame& f, std::size_t self, Tok& t,
+bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, token& t,
                   std::span<std::byte> payload, std::span<std::uint8_t> marks) {
-  using entry = typename decltype(t.ln)::value_type;
   const std::size_t n = f.n;
   const auto malformed = [&] {
-    t.ln.assign(n, entry{0});
+    t.ln.assign(n, 0);
     t.queue.assign(n, rank_t(-1));  // n entries and a negative id: well_formed fails
     return false;
   };
@@ -125,27 +104,15 @@ bool decode_parts(std::span<const std::byte> buf, const token_frame& f, std::siz
     e = get_le<std::int32_t>(p + layout::slot_offset(f.slot(e)));
   }
   // The slots not carrying LN read 0 (the core sets them); the marks go back to 0.
-  t.ln[self] = entry{0};
+  t.ln[self] = 0;
   marks[self] = 0;
   for (rank_t r : t.queue) {
-    t.ln[f.slot(r.value())] = entry{0};
+    t.ln[f.slot(r.value())] = 0;
     marks[f.slot(r.value())] = 0;
   }
   if (!ok) return malformed();
   if (!payload.empty()) std::memcpy(payload.data(), p + layout::payload_offset(n), payload.size());
   return true;
 }
-}  // namespace
-
-bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, token& t,
-                  std::span<std::byte> payload, std::span<std::uint8_t> marks) {
-  return decode_parts(buf, f, self, t, payload, marks);
-}
-bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, node_token& t,
-                  std::span<std::byte> payload, std::span<std::uint8_t> marks) {
-  return decode_parts(buf, f, self, t, payload, marks);
-}
-
-void widen_ln(std::span<seq_t> ln, std::span<const seq_t> rn) noexcept { widen_all(ln.data(), rn.data(), ln.size()); }
 
 }  // namespace tally::protocol

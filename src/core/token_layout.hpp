@@ -5,8 +5,8 @@
 // (sim/network_model.hpp). For n entries and p payload bytes (P = p rounded up to a
 // multiple of 4), every token is 4n + P bytes, integers little-endian:
 //   offset 4j      slot j (0 <= j < n), 32 bits:
-//                    j neither queued nor the receiver: LN[j]'s low 32 bits (unsigned),
-//                    widened by the receiver against its RN;
+//                    j neither queued nor the receiver: LN[j] (protocol::ln_t, the
+//                    low 32 bits of a sequence number, unsigned);
 //                    j the receiver: the queue's head (signed), -1 when it is empty;
 //                    j queued: the entry after j's in the queue, -1 after the last.
 //   offset 4n      payload: p bytes, then P - p zero bytes.

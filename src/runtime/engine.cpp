@@ -56,7 +56,6 @@ bool engine::progress_locked(bool repost) {
   if (repost) transport_.repost_requests();
   if (a.token) {
     transport_.read_token(spare_, payload_);
-    protocol::widen_ln(spare_.ln, peer_.rn());
     execute(peer_.on_token(std::move(spare_)), "token received");
     if (async_ && async_->st == acquisition::state::pending &&
         peer_.mode() == protocol::mode::in_cs)

@@ -201,7 +201,6 @@ class engine : public std::enable_shared_from_this<engine> {
   // -- topology::node only (null otherwise)
   std::unique_ptr<node_level> node_;
   bool node_in_cs_ = false;       // this rank took its grant and has not left
-  protocol::node_token node_spare_;  // storage for unpacking
   bool node_attention_ = false;   // node_needs_me() at this rank's last cohort event
   std::vector<std::int32_t> bcast_order_;  // the next broadcast's peers, in sending order
   tally::stats node_final_{};     // its counters, kept when the window is freed
@@ -226,7 +225,7 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
     }
     if (s.act.token_to.value() >= 0) {
       const protocol::cohort_view& v = c.state();
-      token_count = transport_.wire().pack(std::span<const std::uint32_t>(v.ln, static_cast<std::size_t>(node_->nodes())),
+      token_count = transport_.wire().pack(std::span<const protocol::ln_t>(v.ln, static_cast<std::size_t>(node_->nodes())),
                              std::span<const std::int32_t>(v.tq, static_cast<std::size_t>(v.h->tq_len)),
                              s.act.token_to, node_->payload(), transport_.stage_token());
     }

@@ -23,11 +23,11 @@ bool engine::node_progress_locked(bool repost) {
   if (a.token) {
     // The node does not hold the token, so nobody reads the payload: it goes
     // straight into the window.
-    transport_.read_token(node_spare_, node_->payload());
+    transport_.read_token(spare_, node_->payload());
     transport_.repost_token();
     node_event(
         [&](protocol::cohort& c) {
-          return c.on_token(me, node_spare_.ln, node_spare_.queue);
+          return c.on_token(me, spare_.ln, spare_.queue);
         },
         "token received");
   }

@@ -108,9 +108,6 @@ void transport::repost_requests() {
 void transport::read_token(protocol::token& t, std::span<std::byte> payload) {
   wire_.unpack(token_buf_.data(), token_count_, payload, t);
 }
-void transport::read_token(protocol::node_token& t, std::span<std::byte> payload) {
-  wire_.unpack(token_buf_.data(), token_count_, payload, t);
-}
 
 void transport::repost_token() {
   if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();

@@ -75,9 +75,8 @@ class transport {
   // Posts again every REQUEST receive that test() completed.
   void repost_requests();
   // The token that test() reported, into `t` (its storage reused) and `payload`;
-  // LN as the wire's 32-bit values, for the caller to widen (protocol::widen_ln).
+  // LN as the wire carries it (protocol::ln_t).
   void read_token(protocol::token& t, std::span<std::byte> payload);
-  void read_token(protocol::node_token& t, std::span<std::byte> payload);
 
   // Posts the token receive again after test() reported a token (flat topology:
   // broadcast() does it).

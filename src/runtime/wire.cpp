@@ -31,7 +31,7 @@ int wire_format::pack(const protocol::token& t, protocol::rank_t to, std::span<c
                           layout::unit);
 }
 
-int wire_format::pack(std::span<const std::uint32_t> ln, std::span<const std::int32_t> queue,
+int wire_format::pack(std::span<const protocol::ln_t> ln, std::span<const std::int32_t> queue,
                       protocol::rank_t to, std::span<const std::byte> payload, std::byte* buf) {
   const protocol::token_frame f = frame();
   return static_cast<int>(protocol::encode_token(f, ln.first(n_), queue, f.slot(to.value()),
@@ -40,11 +40,6 @@ int wire_format::pack(std::span<const std::uint32_t> ln, std::span<const std::in
 }
 
 void wire_format::unpack(const std::byte* buf, int count, std::span<std::byte> payload, protocol::token& t) {
-  const std::size_t len = count < 0 ? 0 : static_cast<std::size_t>(count) * layout::unit;
-  protocol::decode_token({buf, len}, frame(), self_, t, payload.first(payload_bytes_), marks_);
-}
-
-void wire_format::unpack(const std::byte* buf, int count, std::span<std::byte> payload, protocol::node_token& t) {
   const std::size_t len = count < 0 ? 0 : static_cast<std::size_t>(count) * layout::unit;
   protocol::decode_token({buf, len}, frame(), self_, t, payload.first(payload_bytes_), marks_);
 }

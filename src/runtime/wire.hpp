@@ -40,18 +40,15 @@ class wire_format {
   // Writes t and the payload (payload_bytes() bytes) into buf (bytes() long) for
   // rank `to`; returns the message's length in units of type(). Not thread-safe.
   int pack(const protocol::token& t, protocol::rank_t to, std::span<const std::byte> payload, std::byte* buf);
-  // The node topology's, from the cohort's parts: LN's low 32 bits (n entries) and
-  // the queue as ranks (fewer than n).
-  int pack(std::span<const std::uint32_t> ln, std::span<const std::int32_t> queue, protocol::rank_t to,
+  // The node topology's, from the cohort's parts: LN (n entries) and the queue as
+  // ranks (fewer than n).
+  int pack(std::span<const protocol::ln_t> ln, std::span<const std::int32_t> queue, protocol::rank_t to,
            std::span<const std::byte> payload, std::byte* buf);
   // Reads a token of `count` units from buf into t (reusing t's storage) and copies
-  // its payload out. LN is left as the wire's 32-bit values: the caller widens it
-  // against its RN (protocol::widen_ln); the entries not carried are 0 until the
-  // protocol core sets them. A malformed message yields a token that
-  // protocol::token::well_formed rejects.
+  // its payload out. LN is as the wire carries it (protocol::ln_t), the entries not
+  // carried 0 until the protocol core sets them. A malformed message yields a token
+  // that protocol::token::well_formed rejects.
   void unpack(const std::byte* buf, int count, std::span<std::byte> payload, protocol::token& t);
-  // The node topology's: LN as the cohort keeps it, no widening.
-  void unpack(const std::byte* buf, int count, std::span<std::byte> payload, protocol::node_token& t);
 
   void free() { type_.free("MPI_Type_free(token)"); }
 

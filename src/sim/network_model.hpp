@@ -13,10 +13,11 @@
 // broadcast is being injected starts at the end of the current window of W sends
 // (scheduler::send_ahead), not after the whole broadcast.
 // e and s model the CPU a token costs beyond o: for a token of m LN entries the
-// sender spends e*m encoding it and the receiver e*m decoding and widening it after
+// sender spends e*m encoding it and the receiver e*m decoding and taking it in after
 // its o; a token sent by a release waits, before that, for the release's scan of
 // every entry for fresh requests, s*m. The node topology's token has its own pair
-// (its LN stays 32 bits: no widening), used by the two-level model.
+// (its hop differs: LN is copied into the node's shared state), used by the
+// two-level model.
 #pragma once
 
 #include <algorithm>

@@ -63,7 +63,7 @@ const std::vector<network_preset>& network_presets() {
   // inputs: docs/simulator.md#calibration.
   static const std::vector<network_preset> presets{
       //        L        o       g       G (ps/B)  E     R          W                          e    s    node e, s
-      {"shm", {145'600, 24'000, 41'900, 66.45, 4096, 1'737'000, protocol::broadcast_window, 190, 170, 70, 80}},
+      {"shm", {145'600, 24'000, 41'900, 66.45, 4096, 1'737'000, protocol::broadcast_window, 40, 90, 70, 80}},
   };
   return presets;
 }

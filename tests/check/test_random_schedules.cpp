@@ -96,7 +96,7 @@ class random_run {
   // request of its sender has been served (it is then doubly stale).
   bool deliverable(const request_msg& m) const {
     const auto it = held_.find(key(m));
-    return it == held_.end() || now_ >= it->second || w_.token().ln[m.from.index()] > m.seq;
+    return it == held_.end() || now_ >= it->second || seq_t(w_.token().ln[m.from.index()]) > m.seq;  // far below 2^32
   }
 
   // Takes one random enabled step and checks the result. While draining: no lock
@@ -164,7 +164,7 @@ class random_run {
         line = "deliver " + std::to_string(m.from.value()) + " " + std::to_string(m.to.value()) +
                " " + std::to_string(m.seq.value());
         if (held_.erase(key(m))) ++cov_.held_back;
-        if (m.seq <= w_.token().ln[m.from.index()]) ++cov_.stale;
+        if (m.seq <= seq_t(w_.token().ln[m.from.index()])) ++cov_.stale;
         if (w_.peer(m.to).rn(m.from) > m.seq) ++cov_.overtaken;
         if (auto v = w_.deliver(m.from, m.to, m.seq); !v) return {true, v.reason};
         break;

@@ -10,6 +10,7 @@
 
 namespace {
 
+using tally::protocol::ln_t;
 using tally::protocol::mode;
 using tally::protocol::peer;
 using tally::protocol::rank_t;
@@ -157,7 +158,7 @@ TEST(World, RegressionFromCatchesDecreases) {
   // Same RN rows, but rank 1 holds a token from before its exit: only LN went back.
   peer older(rank_t(1), 2, rank_t(0));
   ASSERT_TRUE(older.lock().ok());
-  ASSERT_TRUE(older.on_token(token{std::vector<seq_t>(2), {}}).ok());
+  ASSERT_TRUE(older.on_token(token{std::vector<ln_t>(2), {}}).ok());
   const world rewound = world::assemble({w.peer(rank_t(0)), older}, {});
   EXPECT_NE(rewound.regression_from(w).value_or("").find("LN[1] decreased from 1 to 0"),
             std::string::npos)
@@ -170,7 +171,7 @@ TEST(World, AssembleRejectsPartsTheChecksCannotIndex) {
   EXPECT_THROW(world::assemble(swapped, {}), tally::error);
   EXPECT_THROW(world::assemble(fresh_peers(2, 0), {{rank_t(1), rank_t(2), seq_t(1)}}),
                tally::error);
-  EXPECT_THROW(world::assemble(fresh_peers(2, 0), {}, in_flight{rank_t(1), token{{seq_t()}, {}}}),
+  EXPECT_THROW(world::assemble(fresh_peers(2, 0), {}, in_flight{rank_t(1), token{{ln_t{0}}, {}}}),
                tally::error);
   EXPECT_FALSE(world::assemble(fresh_peers(2, 0), {}).violation());
 }
@@ -181,7 +182,7 @@ TEST(World, ViolationCatchesTwoTokensAndNone) {
   std::vector<peer> none{peer(rank_t(0), 2, rank_t(1)), peer(rank_t(1), 2, rank_t(0))};
   EXPECT_NE(broken(world::assemble(none, {})).find("token count is 0"), std::string::npos);
   EXPECT_NE(broken(world::assemble(fresh_peers(2, 0), {},
-                                   in_flight{rank_t(1), token{std::vector<seq_t>(2), {}}}))
+                                   in_flight{rank_t(1), token{std::vector<ln_t>(2), {}}}))
                 .find("token count is 2"),
             std::string::npos);
 }
@@ -220,13 +221,13 @@ TEST(World, ViolationCatchesBadQueueMembers) {
   ASSERT_TRUE(v[1].lock().ok());
   ASSERT_TRUE(v[0].on_request(rank_t(1), seq_t(1)).ok());
   ASSERT_TRUE(v[2].on_request(rank_t(1), seq_t(1)).ok());
-  ASSERT_TRUE(v[1].on_token(token{std::vector<seq_t>(3), {rank_t(2)}}).ok());
+  ASSERT_TRUE(v[1].on_token(token{std::vector<ln_t>(3), {rank_t(2)}}).ok());
   EXPECT_NE(broken(world::assemble(v, {})).find("Q member 2 is not requesting"), std::string::npos);
 }
 
 TEST(World, ViolationCatchesTokenSentToANonRequester) {
   const std::vector<peer> v{peer(rank_t(0), 2, rank_t(1)), peer(rank_t(1), 2, rank_t(0))};
-  EXPECT_NE(broken(world::assemble(v, {}, in_flight{rank_t(1), token{std::vector<seq_t>(2), {}}}))
+  EXPECT_NE(broken(world::assemble(v, {}, in_flight{rank_t(1), token{std::vector<ln_t>(2), {}}}))
                 .find("token in flight to rank 1, which is not requesting"),
             std::string::npos);
 }
@@ -237,8 +238,8 @@ TEST(World, ViolationCatchesLnForWhomTheTokenDoesNotCarryIt) {
   std::vector<peer> v{peer(rank_t(0), 2, rank_t(1)), peer(rank_t(1), 2, rank_t(0))};
   ASSERT_TRUE(v[0].lock().ok());
   ASSERT_TRUE(v[1].on_request(rank_t(0), seq_t(1)).ok());
-  EXPECT_EQ(broken(world::assemble(v, {}, in_flight{rank_t(0), token{{seq_t(0), seq_t(0)}, {}}})), "");
-  EXPECT_NE(broken(world::assemble(v, {}, in_flight{rank_t(0), token{{seq_t(1), seq_t(0)}, {}}}))
+  EXPECT_EQ(broken(world::assemble(v, {}, in_flight{rank_t(0), token{{0, 0}, {}}})), "");
+  EXPECT_NE(broken(world::assemble(v, {}, in_flight{rank_t(0), token{{1, 0}, {}}}))
                 .find("LN[0] = 1 for a rank the token does not carry it for"),
             std::string::npos);
 }
@@ -248,7 +249,7 @@ TEST(World, ViolationCatchesLnOutsideItsBand) {
   std::vector<peer> v{peer(rank_t(0), 2, rank_t(1)), peer(rank_t(1), 2, rank_t(0))};
   ASSERT_TRUE(v[0].lock().ok());
   ASSERT_TRUE(v[1].on_request(rank_t(0), seq_t(1)).ok());
-  ASSERT_TRUE(v[0].on_token(token{{seq_t(0), seq_t(2)}, {}}).ok());
+  ASSERT_TRUE(v[0].on_token(token{{0, 2}, {}}).ok());
   EXPECT_NE(broken(world::assemble(v, {})).find("LN[1] = 2 but RN_1[1] = 0"), std::string::npos);
 }
 

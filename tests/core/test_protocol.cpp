@@ -12,10 +12,12 @@ namespace {
 using namespace tally::protocol;
 using kind = action::kind;
 
-token fresh(std::int32_t n) { return token{std::vector<seq_t>(static_cast<std::size_t>(n)), {}}; }
+token fresh(std::int32_t n) { return token{std::vector<ln_t>(static_cast<std::size_t>(n)), {}}; }
 
-// next_fresh against the rule entry by entry: every length around the 64-entry
-// chunks, every start, fresh entries at chunk edges, inside chunks and none at all.
+// next_fresh against the rule in 64 bits, entry by entry: every length around the
+// 64-entry chunks, every start, fresh entries at chunk edges, inside chunks and none
+// at all. RN runs across 2^32 and LN holds the low 32 bits (ln_t) of a value within
+// the bound |LN - RN| < 2^31, so the modular test must agree with the full one.
 TEST(FreshScan, NextFreshFindsExactlyTheFreshEntriesInOrder) {
   std::uint64_t x = 88172645463325252ull;  // xorshift: a fixed, varied pattern
   const auto rnd = [&x] {
@@ -26,26 +28,29 @@ TEST(FreshScan, NextFreshFindsExactlyTheFreshEntriesInOrder) {
   };
   for (std::size_t n : {0, 1, 63, 64, 65, 127, 128, 129, 200, 1000}) {
     for (int density : {0, 1, 30}) {  // fresh entries per thousand
-      std::vector<seq_t> rn(n), ln(n);
+      std::vector<seq_t> rn(n);
+      std::vector<std::uint64_t> full(n);  // LN in 64 bits
+      std::vector<ln_t> ln(n);
       for (std::size_t j = 0; j < n; ++j) {
         const bool is_fresh = static_cast<int>(rnd() % 1000) < density || (density > 0 && j % 64 == 63);
-        const std::uint64_t r = 2 + rnd() % 5000;
+        const std::uint64_t r = (std::uint64_t{1} << 32) - 2500 + rnd() % 5000;
         std::uint64_t l = r - 1;
         if (!is_fresh) {
-          const std::uint64_t stale[] = {r, r - 2, r + 1, 0};  // served, behind, ahead (in flight), queued
+          const std::uint64_t stale[] = {r, r - 2, r + 1, r + 1000};  // served, behind, ahead (in flight)
           l = stale[rnd() % 4];
         }
         rn[j] = seq_t(r);
-        ln[j] = seq_t(l);
+        full[j] = l;
+        ln[j] = static_cast<ln_t>(l);
       }
       for (std::size_t from = 0; from <= n; ++from) {
         std::size_t want = from;
-        while (want < n && !fresh(rn[want], ln[want])) ++want;
+        while (want < n && rn[want].value() != full[want] + 1) ++want;
         ASSERT_EQ(next_fresh(rn.data(), ln.data(), from, n), want) << "n " << n << " from " << from;
       }
       std::vector<std::size_t> seen, all;
       for (std::size_t j = 0; j < n; ++j)
-        if (fresh(rn[j], ln[j])) all.push_back(j);
+        if (rn[j].value() == full[j] + 1) all.push_back(j);
       EXPECT_FALSE(find_fresh(rn.data(), ln.data(), n, [&](std::size_t j) {
         seen.push_back(j);
         return false;
@@ -80,7 +85,7 @@ TEST(Peer, InitialOwnerHoldsIdleToken) {
   EXPECT_TRUE(a.holds_token());
   EXPECT_FALSE(b.holds_token());
   EXPECT_EQ(a.mode(), mode::idle);
-  EXPECT_EQ(a.held()->ln, std::vector<seq_t>(3));
+  EXPECT_EQ(a.held()->ln, std::vector<ln_t>(3));
 }
 
 TEST(Peer, HolderReentersWithoutMessagesOrNewSequence) {
@@ -165,8 +170,33 @@ TEST(Peer, TokenReceiptEntersAndUnlockServesOwnRequest) {
   EXPECT_EQ(b.mode(), mode::in_cs);
   EXPECT_EQ(b.counters().local_acquisitions, 0u);
   ASSERT_TRUE(b.unlock().ok());
-  EXPECT_EQ(b.held()->ln[1], seq_t(1));
+  EXPECT_EQ(b.held()->ln[1], 1u);
   EXPECT_EQ(b.mode(), mode::idle);
+}
+
+// LN is kept as its low 32 bits and compared with RN modulo 2^32: rank 1 has heard
+// rank 0's request s (past 2^32, and at the wrap); the token says rank 0's last
+// served request is s (nobody waits: rank 1 keeps it) or s - 1 (rank 0 waits: the
+// release sends it there), and rank 1's own entry becomes its RN's low 32 bits.
+TEST(Peer, LnIsComparedWithRnModulo2To32) {
+  constexpr std::uint64_t past = (std::uint64_t{1} << 32) + 5, wrap = std::uint64_t{1} << 32;
+  for (const std::uint64_t s : {past, wrap}) {
+    for (const bool served : {true, false}) {
+      peer b(rank_t(1), 2, rank_t(0));
+      ASSERT_TRUE(b.on_request(rank_t(0), seq_t(s)).ok());
+      ASSERT_TRUE(b.lock().ok());
+      ASSERT_TRUE(b.on_token(token{{low32(seq_t(served ? s : s - 1)), 0}, {}}).ok());
+      EXPECT_EQ(b.waiter_known(), !served) << s;
+      const step u = b.unlock();
+      ASSERT_TRUE(u.ok());
+      EXPECT_EQ(u.act.what, served ? kind::none : kind::send_token) << s;
+      if (!served) EXPECT_EQ(u.act.to, rank_t(0));
+      const token* t = served ? b.held() : b.outgoing();
+      ASSERT_NE(t, nullptr);
+      EXPECT_EQ(t->ln[1], 1u);  // its own request (RN[1] = 1) served
+      EXPECT_EQ(t->ln[0], served ? low32(seq_t(s)) : 0u);  // sent: the receiver's entry is not carried
+    }
+  }
 }
 
 TEST(Peer, WithdrawnRequesterRoutesTokenWithoutEntering) {
@@ -182,7 +212,7 @@ TEST(Peer, WithdrawnRequesterRoutesTokenWithoutEntering) {
   EXPECT_EQ(s.act.to, rank_t(2));
   EXPECT_EQ(b.counters().acquisitions, 0u);
   EXPECT_EQ(b.mode(), mode::idle);
-  EXPECT_EQ(b.take_token()->ln[1], seq_t(1));  // own request marked served
+  EXPECT_EQ(b.take_token()->ln[1], 1u);  // own request marked served
 }
 
 TEST(Peer, WithdrawnRequesterKeepsTokenIdleWhenNobodyWaits) {
@@ -247,7 +277,7 @@ TEST(Peer, SecondTokenWhileOwnAwaitsTakeIsRefused) {
 TEST(Peer, MalformedTokenIsRejected) {
   peer b(rank_t(1), 3, rank_t(0));
   ASSERT_TRUE(b.lock().ok());
-  token short_ln{std::vector<seq_t>(2), {}};
+  token short_ln{std::vector<ln_t>(2), {}};
   EXPECT_EQ(b.on_token(short_ln).st, status::bad_token);
   token dup = fresh(3);
   dup.queue = {rank_t(2), rank_t(2)};

@@ -1,7 +1,6 @@
 // The token's byte codec (core/token_codec.hpp): a round trip at several sizes,
 // queue lengths and receivers, in both topologies' framing; the layout's offsets;
-// the exact little-endian bytes; LN restored from 32 bits across the 2^32 boundary;
-// and the inputs it must refuse (a length that is no token's, a queue naming the
+// the exact little-endian bytes; and the inputs it must refuse (a length that is no token's, a queue naming the
 // receiver, an entry out of range or one LN index twice, a queue that loops, padding
 // that is not zero) by yielding a token that well_formed rejects.
 #include <gtest/gtest.h>
@@ -16,18 +15,16 @@ namespace {
 
 using tally::protocol::decode_token;
 using tally::protocol::encode_token;
+using tally::protocol::ln_t;
 using tally::protocol::rank_t;
-using tally::protocol::node_token;
-using tally::protocol::seq_t;
 using tally::protocol::token;
 using tally::protocol::token_frame;
 using tally::protocol::token_layout;
-using tally::protocol::widen_ln;
 
 // n entries of LN; the queue: `queued` ranks counting down from n - 1, skipping `to`.
 token make(std::size_t n, std::size_t queued, std::size_t to) {
   token t;
-  for (std::size_t j = 0; j < n; ++j) t.ln.push_back(seq_t(1000 * j + 7));
+  for (std::size_t j = 0; j < n; ++j) t.ln.push_back(static_cast<ln_t>(1000 * j + 7));
   for (std::size_t j = n; j-- > 0 && t.queue.size() < queued;)
     if (j != to) t.queue.push_back(rank_t(static_cast<std::int32_t>(j)));
   return t;
@@ -35,8 +32,8 @@ token make(std::size_t n, std::size_t queued, std::size_t to) {
 
 // What the receiver sees: the carried entries as sent, the others 0.
 token carried(token t, std::size_t to) {
-  for (rank_t r : t.queue) t.ln[r.index()] = seq_t(0);
-  t.ln[to] = seq_t(0);
+  for (rank_t r : t.queue) t.ln[r.index()] = 0;
+  t.ln[to] = 0;
   return t;
 }
 
@@ -56,8 +53,7 @@ TEST(TokenCodec, RoundTripsAtSeveralSizesQueuesAndReceivers) {
           ASSERT_EQ(buf.size(), 4 * n + (p + 3) / 4 * 4);  // whatever q is
           token u;
           ASSERT_TRUE(decode_token(buf, f, to, u, back, marks)) << n << " " << p << " " << q << " " << to;
-          EXPECT_EQ(u, carried(t, to));  // 32-bit LN: below 2^32 here
-          widen_ln(u.ln, t.ln);          // a receiver whose RN equals LN
+          EXPECT_EQ(u, carried(t, to));
           EXPECT_EQ(back, payload);
           EXPECT_TRUE(u.well_formed(static_cast<std::int32_t>(n), rank_t(static_cast<std::int32_t>(to))));
           EXPECT_EQ(marks, std::vector<std::uint8_t>(n, 0));
@@ -72,14 +68,13 @@ TEST(TokenCodec, QueueEntriesStandForTheirNodesLn) {
   const std::vector<std::int32_t> node_of{0, 0, 1, 1, 2, 2};
   const token_frame f{3, node_of};
   std::vector<std::uint8_t> marks(3, 0);
-  // LN as the cohort keeps it: 32 bits.
-  const std::vector<std::uint32_t> ln{5, 6, 7};
+  const std::vector<ln_t> ln{5, 6, 7};
   const std::vector<std::int32_t> queue{5};  // node 2's rank 5 waits; the token goes to node 1
   std::vector<std::byte> buf(token_layout::bytes(3));
   ASSERT_EQ(encode_token(f, ln, queue, 1, {}, buf), 12u);
-  // One format: the flat encoder's 64-bit LN gives the same bytes.
+  // The same from a token (the flat runtime's form) gives the same bytes.
   token t;
-  t.ln = {seq_t(5 + (std::uint64_t{3} << 32)), seq_t(6), seq_t(7)};
+  t.ln = ln;
   t.queue = {rank_t(5)};
   std::vector<std::byte> flat_buf(buf.size());
   ASSERT_EQ(encode_token(f, t, 1, {}, flat_buf), 12u);
@@ -89,9 +84,9 @@ TEST(TokenCodec, QueueEntriesStandForTheirNodesLn) {
   EXPECT_EQ(words[0], 5);   // LN[0]: node 0's, the only one carried
   EXPECT_EQ(words[1], 5);   // the receiver's slot: the queue's head, rank 5
   EXPECT_EQ(words[2], -1);  // node 2's slot: nothing after rank 5
-  node_token u;
+  token u;
   ASSERT_TRUE(decode_token(buf, f, 1, u, {}, marks));
-  EXPECT_EQ(u.ln, (std::vector<std::uint32_t>{5, 0, 0}));
+  EXPECT_EQ(u.ln, (std::vector<ln_t>{5, 0, 0}));
   EXPECT_EQ(u.queue, t.queue);
   // Slots {node 0, node 1 (the receiver), node 2}: two ranks of one node, a rank of
   // the receiver's node, ranks out of range, a list that loops back on itself.
@@ -122,13 +117,13 @@ TEST(TokenCodec, FieldsSitAtTheLayoutsOffsets) {
 // The wire is little-endian on every host: the exact bytes of one token.
 TEST(TokenCodec, IntegersAreLittleEndianBytes) {
   token t;
-  t.ln = {seq_t(0x0102030405060708u), seq_t(0xf0e0d0c0b0a09080u), seq_t(3)};
+  t.ln = {0x05060708u, 0xb0a09080u, 3};
   t.queue = {rank_t(2)};
   const std::byte payload[] = {std::byte{0xaa}};
   std::vector<std::uint8_t> marks(3, 0);
   std::vector<std::byte> buf(token_layout::bytes(3, 1));
   ASSERT_EQ(encode_token(token_frame{3, {}}, t, 1, payload, buf), buf.size());
-  const std::vector<int> want = {0x08, 0x07, 0x06, 0x05,   // slot 0: LN[0], its low 32 bits
+  const std::vector<int> want = {0x08, 0x07, 0x06, 0x05,   // slot 0: LN[0]
                                  0x02, 0x00, 0x00, 0x00,   // slot 1, the receiver's: head 2
                                  0xff, 0xff, 0xff, 0xff,   // slot 2, queued: the end, -1
                                  0xaa, 0x00, 0x00, 0x00};  // payload, padded to 4
@@ -137,37 +132,9 @@ TEST(TokenCodec, IntegersAreLittleEndianBytes) {
   token back;
   std::byte out[1];
   ASSERT_TRUE(decode_token(buf, token_frame{3, {}}, 1, back, out, marks));
-  EXPECT_EQ(back.ln, (std::vector{seq_t(0x05060708u), seq_t(0), seq_t(0)}));
-  widen_ln(back.ln, t.ln);
-  EXPECT_EQ(back.ln[0], t.ln[0]);
+  EXPECT_EQ(back.ln, (std::vector<ln_t>{0x05060708u, 0, 0}));
   EXPECT_EQ(back.queue, t.queue);
   EXPECT_EQ(out[0], std::byte{0xaa});
-}
-
-// LN[j] is within [RN[j] - 1, RN[j] + 2^31) at the receiver: widening restores it
-// exactly on both sides of every 2^32 boundary.
-TEST(TokenCodec, WidensLnAgainstRnAcrossTheWrap) {
-  constexpr std::uint64_t wrap = std::uint64_t{1} << 32;
-  for (std::uint64_t base : {std::uint64_t{0}, wrap - 2, wrap, 5 * wrap - 1, 7 * wrap + 12345}) {
-    for (std::int64_t lead : {std::int64_t{-1}, std::int64_t{0}, std::int64_t{1}, std::int64_t{3},
-                              (std::int64_t{1} << 31) - 1}) {
-      if (base == 0 && lead < 0) continue;  // LN is never negative
-      const seq_t rn(base), ln(base + static_cast<std::uint64_t>(lead));
-      std::vector<seq_t> got{seq_t(ln.value() & (wrap - 1))};
-      const std::vector<seq_t> ref{rn};
-      widen_ln(got, ref);
-      EXPECT_EQ(got[0], ln) << base << " " << lead;
-    }
-  }
-  // A full value within the bound is its own widening (cohort::on_token relies on it).
-  for (std::uint64_t rn : {std::uint64_t{0}, std::uint64_t{7}, wrap - 1, wrap, 3 * wrap + 9})
-    for (std::uint64_t ln : {rn, rn + 1, rn + (std::uint64_t{1} << 31) - 1})
-      EXPECT_EQ(tally::protocol::widened(ln, rn), ln) << rn << " " << ln;
-  // A wire value that would lie below zero (a broken token): kept as it came.
-  std::vector<seq_t> low{seq_t(wrap - 1)};
-  const std::vector<seq_t> zero{seq_t(0)};
-  widen_ln(low, zero);
-  EXPECT_EQ(low[0], seq_t(wrap - 1));
 }
 
 TEST(TokenCodec, RefusesWhatNoTokenIs) {

@@ -18,7 +18,7 @@ namespace {
 token fabricate(tally::fuzz::input& in, std::int32_t n) {
   token t;
   const std::int32_t len = n - 1 + static_cast<std::int32_t>(in.below(3));  // n-1, n, n+1
-  for (std::int32_t j = 0; j < len; ++j) t.ln.push_back(seq_t(in.take<std::uint8_t>() % 8));
+  for (std::int32_t j = 0; j < len; ++j) t.ln.push_back(in.take<std::uint8_t>() % 8);
   const std::uint32_t q = in.below(static_cast<std::uint32_t>(n) + 1);
   for (std::uint32_t k = 0; k < q; ++k)
     t.queue.push_back(rank_t(static_cast<std::int32_t>(in.below(static_cast<std::uint32_t>(n) + 2)) - 1));

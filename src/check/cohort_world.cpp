@@ -79,7 +79,7 @@ verdict cohort_world::carry(std::int32_t k, const protocol::cohort_step& s, cons
   const protocol::cohort c = node(k);
   if (s.act.token_to.value() >= 0) {
     const protocol::cohort_view& v = c.state();
-    in_flight f{s.act.token_to, std::vector<std::uint32_t>(v.ln, v.ln + nodes()), {}};
+    in_flight f{s.act.token_to, std::vector<protocol::ln_t>(v.ln, v.ln + nodes()), {}};
     for (std::int32_t q = 0; q < v.h->tq_len; ++q) f.queue.push_back(rank_t(v.tq[q]));
     flight_ = std::move(f);
     ++messages_;
@@ -162,7 +162,7 @@ bool cohort_world::quiescent() const noexcept {
   return true;
 }
 
-const std::uint32_t* cohort_world::token_ln() const {
+const protocol::ln_t* cohort_world::token_ln() const {
   if (flight_) return flight_->ln.data();
   for (std::int32_t k = 0; k < nodes(); ++k)
     if (node(k).holds_token()) return node(k).state().ln;
@@ -250,7 +250,7 @@ std::optional<std::string> cohort_world::violation() const {
     return report{}("the world counted ", streak_, " local passes in a row, B = ", shape_->bound);
 
   // C6 request numbers.
-  const std::uint32_t* ln = token_ln();
+  const protocol::ln_t* ln = token_ln();
   const std::vector<std::uint8_t> carried_ln = carried();
   std::vector<const seq_t*> rn(static_cast<std::size_t>(K));
   for (std::int32_t i = 0; i < K; ++i) rn[static_cast<std::size_t>(i)] = node(i).state().rn;
@@ -266,7 +266,7 @@ std::optional<std::string> cohort_world::violation() const {
     }
     // Requesting: RN = LN + 1. Neither requesting nor holding: RN = LN. Holding: the
     // request it holds the token for (if any) is served at release.
-    const std::uint32_t own32 = protocol::low32(own);
+    const protocol::ln_t own32 = protocol::low32(own);
     const bool ok = cj.requesting() ? own32 == ln[j] + 1
                     : cj.holds_token() ? (own32 == ln[j] || own32 == ln[j] + 1)
                                        : own32 == ln[j];
@@ -323,8 +323,8 @@ std::optional<std::string> cohort_world::regression_from(const cohort_world& bef
     for (std::int32_t j = 0; j < nodes(); ++j)
       if (now[j] < was[j]) return report{}("RN_", i, "[", j, "] decreased");
   }
-  const std::uint32_t* a = before.token_ln();
-  const std::uint32_t* b = token_ln();
+  const protocol::ln_t* a = before.token_ln();
+  const protocol::ln_t* b = token_ln();
   const std::vector<std::uint8_t> was = before.carried(), is = carried();
   for (std::int32_t j = 0; j < nodes(); ++j) {
     const auto ju = static_cast<std::size_t>(j);
@@ -384,7 +384,7 @@ void cohort_world::encode(std::vector<std::uint64_t>& out) const {
   out.push_back(streak_);
   if (flight_) {
     out.push_back(static_cast<std::uint64_t>(flight_->to.value()));
-    for (std::uint32_t s : flight_->ln) out.push_back(s);
+    for (protocol::ln_t s : flight_->ln) out.push_back(s);
     out.push_back(flight_->queue.size());
     for (rank_t q : flight_->queue) out.push_back(static_cast<std::uint64_t>(q.value()));
   } else {

@@ -64,7 +64,7 @@ class cohort_world {
   // The token in flight: its LN and queue (asking ranks). Throws if none is.
   std::vector<std::uint64_t> flight_ln() const {
     std::vector<std::uint64_t> out;
-    for (std::uint32_t s : flight_.value().ln) out.push_back(s);
+    for (protocol::ln_t s : flight_.value().ln) out.push_back(s);
     return out;
   }
   std::vector<std::int32_t> flight_queue() const {
@@ -94,13 +94,13 @@ class cohort_world {
  private:
   struct in_flight {
     rank_t to;
-    std::vector<std::uint32_t> ln;  // as the cohort keeps it: low 32 bits
+    std::vector<protocol::ln_t> ln;
     std::vector<rank_t> queue;
   };
   std::uint8_t* block(std::int32_t k) const;
   verdict carry(std::int32_t k, const protocol::cohort_step& s, const char* what, rank_t at);
-  // The token's LN wherever the token is (low 32 bits; the checks' values are small).
-  const std::uint32_t* token_ln() const;
+  // The token's LN wherever the token is (the checks' values stay far below 2^32).
+  const protocol::ln_t* token_ln() const;
   // Per node j, 1 where the token carries LN[j]: j is neither queued nor the token's
   // destination (core/token_layout.hpp). LN[j] reads 0 where it is not.
   std::vector<std::uint8_t> carried() const;

@@ -96,7 +96,7 @@ class two_level {
   static constexpr std::uint64_t requester_mask = (std::uint64_t{1} << requester_bits) - 1;
 
   struct flight {
-    std::vector<std::uint32_t> ln;
+    std::vector<protocol::ln_t> ln;
     std::vector<protocol::rank_t> queue;
   };
 
@@ -115,7 +115,7 @@ class two_level {
     if (s.act.token_to.value() >= 0) {
       if (flight_) fail("node " + std::to_string(k) + " sends a second token");
       const protocol::cohort_view& v = c.state();
-      flight f{std::vector<std::uint32_t>(v.ln, v.ln + k_), {}};
+      flight f{std::vector<protocol::ln_t>(v.ln, v.ln + k_), {}};
       for (std::int32_t q = 0; q < v.h->tq_len; ++q) f.queue.push_back(protocol::rank_t(v.tq[q]));
       flight_ = std::move(f);
       flight_to_ = s.act.token_to.value();

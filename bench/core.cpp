@@ -156,7 +156,7 @@ void BM_NodeTokenHop(benchmark::State& st) {
 void BM_NodeScan(benchmark::State& st) {
   const auto k = static_cast<std::size_t>(st.range(0));
   std::vector<seq_t> rn(k, seq_t(9));
-  std::vector<std::uint32_t> ln(k, 9);
+  std::vector<ln_t> ln(k, 9);
   for (auto _ : st) {
     benchmark::DoNotOptimize(next_fresh(rn.data(), ln.data(), 0, k));
     benchmark::ClobberMemory();

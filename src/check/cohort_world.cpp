@@ -114,7 +114,7 @@ verdict cohort_world::exit(rank_t r) {
   const protocol::cohort_view& v = c.state();
   bool known = v.h->has_token && v.h->tq_len > 0;
   for (std::int32_t j = 0; j < nodes() && v.h->has_token && !known; ++j)
-    known = j != k && protocol::low32(v.rn[j]) == v.ln[j] + 1;
+    known = j != k && protocol::fresh(v.rn[j], v.ln[j]);
   const protocol::cohort_step s = c.unlock(local_of(r));
   if (s.ok() && s.act.grant >= 0 && known) ++streak_;
   return carry(k, s, "exit", r);
@@ -266,10 +266,10 @@ std::optional<std::string> cohort_world::violation() const {
     }
     // Requesting: RN = LN + 1. Neither requesting nor holding: RN = LN. Holding: the
     // request it holds the token for (if any) is served at release.
-    const protocol::ln_t own32 = protocol::low32(own);
-    const bool ok = cj.requesting() ? own32 == ln[j] + 1
-                    : cj.holds_token() ? (own32 == ln[j] || own32 == ln[j] + 1)
-                                       : own32 == ln[j];
+    const bool served = protocol::low32(own) == ln[j];
+    const bool ok = cj.requesting() ? protocol::fresh(own, ln[j])
+                    : cj.holds_token() ? (served || protocol::fresh(own, ln[j]))
+                                       : served;
     if (!ok)
       return report{}("node ", j, (cj.requesting() ? " requests" : cj.holds_token() ? " holds the token" : " is idle"),
                       " but RN_", j, "[", j, "] = ", own.value(), ", LN[", j, "] = ", ln[j]);

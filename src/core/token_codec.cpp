@@ -71,7 +71,7 @@ std::size_t encode_token(const token_frame& f, std::span<const ln_t> ln, std::sp
 
 std::size_t encode_token(const token_frame& f, const token& t, std::size_t to, std::span<const std::byte> payload,
                          std::span<std::byte> buf) noexcept {
-  return encode_parts(f, std::span<const ln_t>(t.ln), t.queue.size(), [&](std::size_t k) { return t.queue[k].value(); }, to, payload,
+  return encode_parts(f, t.ln, t.queue.size(), [&](std::size_t k) { return t.queue[k].value(); }, to, payload,
                       buf.data());
 }
 

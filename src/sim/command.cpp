@@ -56,7 +56,7 @@ constexpr const char* help_tail = R"(  --requests-per-rank R     critical sectio
   --scan-time T             s: CPU per LN entry of a release's scan for fresh
                             requests, before the token it sends
   --node-entry-time T       two-level: e and s of the node topology's token (its
-  --node-scan-time T        LN stays 32 bits)
+  --node-scan-time T        own hop: LN is copied into the node's shared state)
   --broadcast-window W      a token sent during the sender's own broadcast leaves
                             after the current window of W REQUESTs (default 16,
                             as the runtime's); 0: after the whole broadcast

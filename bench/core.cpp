@@ -126,8 +126,11 @@ struct node_hop_bench {
     const cohort_view& v = nodes[h].state();
     encode_token(frame, {v.ln, frame.n}, {v.tq, static_cast<std::size_t>(v.h->tq_len)}, static_cast<std::size_t>(r),
                  {}, buf);
-    if (!decode_token(buf, frame, static_cast<std::size_t>(r), spare, {}, marks)) throw std::logic_error("decode");
-    if (!nodes[r].on_token(0, spare.ln, spare.queue).ok()) throw std::logic_error("on_token");
+    // As the runtime takes it in: LN decoded straight into the node's state.
+    const std::span<ln_t> ln = nodes[r].ln_inbox();
+    if (!decode_token(buf, frame, static_cast<std::size_t>(r), ln, spare.queue, {}, marks))
+      throw std::logic_error("decode");
+    if (!nodes[r].on_token(0, ln, spare.queue).ok()) throw std::logic_error("on_token");
     nodes[r].unlock(0);
     h = r;
   }

@@ -287,7 +287,7 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const ln_t> ln, std::spa
   if (!ok) return {status::bad_token};
 
   ++v_.ctr[static_cast<std::size_t>(by)].tokens_received;
-  std::copy(ln.begin(), ln.end(), v_.ln);
+  if (ln.data() != v_.ln) std::copy(ln.begin(), ln.end(), v_.ln);
   h.tq_len = static_cast<std::int32_t>(queue.size());
   for (std::size_t q = 0; q < queue.size(); ++q) {
     v_.tq[q] = queue[q].value();

@@ -139,9 +139,14 @@ class cohort {
   cohort_step unlock(std::int32_t i);
   // REQUEST(seq) for node(requester) arrived; `by` is the local rank receiving it.
   cohort_step on_request(std::int32_t by, rank_t requester, seq_t s);
-  // The token arrived at local rank `by`: LN as the wire carries it, copied in,
-  // under whatever guards this node's state.
+  // The token arrived at local rank `by`: LN as the wire carries it, copied in
+  // unless it is ln_inbox() already, under whatever guards this node's state.
   cohort_step on_token(std::int32_t by, std::span<const ln_t> ln, std::span<const rank_t> queue);
+  // Where the node keeps LN (K entries). While the node does not hold the token
+  // nothing reads it, so the rank the token comes to may decode the token's LN into
+  // it without the guard, then pass it to on_token. Its contents are unspecified
+  // after on_token fails.
+  std::span<ln_t> ln_inbox() noexcept { return {v_.ln, static_cast<std::size_t>(shape_.nodes)}; }
 
   const cohort_shape& shape() const noexcept { return shape_; }
   const cohort_view& state() const noexcept { return v_; }

@@ -1,5 +1,6 @@
 #include "core/token_codec.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <type_traits>
@@ -75,23 +76,22 @@ std::size_t encode_token(const token_frame& f, const token& t, std::size_t to, s
                       buf.data());
 }
 
-bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, token& t,
-                  std::span<std::byte> payload, std::span<std::uint8_t> marks) {
+bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, std::span<ln_t> ln,
+                  std::vector<rank_t>& queue, std::span<std::byte> payload, std::span<std::uint8_t> marks) {
   const std::size_t n = f.n;
   const auto malformed = [&] {
-    t.ln.assign(n, 0);
-    t.queue.assign(n, rank_t(-1));  // n entries and a negative id: well_formed fails
+    std::fill(ln.begin(), ln.end(), ln_t{0});
+    queue.assign(n, rank_t(-1));  // n entries and a negative id: well_formed fails
     return false;
   };
-  if (buf.size() != layout::bytes(n, payload.size()) || self >= n) return malformed();
+  if (ln.size() != n || buf.size() != layout::bytes(n, payload.size()) || self >= n) return malformed();
   const std::byte* p = buf.data();
   for (std::size_t b = layout::payload_offset(n) + payload.size(); b < buf.size(); ++b)
     if (p[b] != std::byte{0}) return malformed();
-  t.ln.resize(n);
-  read_slots(p, t.ln.data(), n);
+  read_slots(p, ln.data(), n);
   // Follow the queue from the receiver's slot. Each entry must be in range and take
   // a slot not yet taken (the receiver's included), so the walk ends within n - 1.
-  t.queue.clear();
+  queue.clear();
   marks[self] = 1;
   bool ok = true;
   for (auto e = get_le<std::int32_t>(p + layout::slot_offset(self)); e != layout::end;) {
@@ -100,19 +100,25 @@ bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::siz
       break;
     }
     marks[f.slot(e)] = 1;
-    t.queue.push_back(rank_t(e));
+    queue.push_back(rank_t(e));
     e = get_le<std::int32_t>(p + layout::slot_offset(f.slot(e)));
   }
   // The slots not carrying LN read 0 (the core sets them); the marks go back to 0.
-  t.ln[self] = 0;
+  ln[self] = 0;
   marks[self] = 0;
-  for (rank_t r : t.queue) {
-    t.ln[f.slot(r.value())] = 0;
+  for (rank_t r : queue) {
+    ln[f.slot(r.value())] = 0;
     marks[f.slot(r.value())] = 0;
   }
   if (!ok) return malformed();
   if (!payload.empty()) std::memcpy(payload.data(), p + layout::payload_offset(n), payload.size());
   return true;
+}
+
+bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, token& t,
+                  std::span<std::byte> payload, std::span<std::uint8_t> marks) {
+  t.ln.resize(f.n);
+  return decode_token(buf, f, self, t.ln, t.queue, payload, marks);
 }
 
 }  // namespace tally::protocol

@@ -8,8 +8,8 @@
 // Compared with RN modulo 2^32, it is exact while |LN[j] - RN[j]| < 2^31, which
 // holds: LN[j] >= RN[j] - 1 (a participant asks again only after its last request
 // was served, and the LN entries the token carries never decrease), and
-// LN[j] - RN[j] is at most the number of j's REQUESTs not yet handled by the
-// receiver (docs/design.md, "Transport").
+// LN[j] - RN[j] is at most the number of j's REQUESTs not yet handled by the rank
+// that compares them (docs/design.md, "Transport").
 // The queued entries' LN and the receiver's own are not carried (their slots hold
 // the queue): the decoder leaves them 0 and the receiving protocol core sets them
 // (peer::on_token, cohort::on_token).
@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/protocol.hpp"
 
@@ -57,5 +58,9 @@ std::size_t encode_token(const token_frame& f, const token& t, std::size_t to, s
 // marks: f.n bytes of scratch, zero on entry and on return.
 bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, token& t,
                   std::span<std::byte> payload, std::span<std::uint8_t> marks);
+// The same, LN into `ln` (f.n entries: where the receiving core keeps it, so that it
+// is written once; cohort::ln_inbox) and the queue into `queue`.
+bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, std::span<ln_t> ln,
+                  std::vector<rank_t>& queue, std::span<std::byte> payload, std::span<std::uint8_t> marks);
 
 }  // namespace tally::protocol

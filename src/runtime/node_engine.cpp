@@ -21,15 +21,12 @@ bool engine::node_progress_locked(bool repost) {
     node_event([&](protocol::cohort& c) { return c.on_request(me, r.from, r.seq); }, "REQUEST received");
   if (repost) transport_.repost_requests();
   if (a.token) {
-    // The node does not hold the token, so nobody reads the payload: it goes
-    // straight into the window.
-    transport_.read_token(spare_, node_->payload());
+    // The node does not hold the token, so nobody reads its LN or payload: both go
+    // straight into the window, without the spinlock (cohort::ln_inbox).
+    const std::span<protocol::ln_t> ln = node_->cohort().ln_inbox();
+    transport_.read_token(ln, spare_.queue, node_->payload());
     transport_.repost_token();
-    node_event(
-        [&](protocol::cohort& c) {
-          return c.on_token(me, spare_.ln, spare_.queue);
-        },
-        "token received");
+    node_event([&](protocol::cohort& c) { return c.on_token(me, ln, spare_.queue); }, "token received");
   }
   // A local handoff is no message: an asynchronous acquisition looks at the flag.
   if (async_ && async_->st == acquisition::state::pending && entered_locked()) async_acquired_locked();

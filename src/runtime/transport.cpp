@@ -109,6 +109,11 @@ void transport::read_token(protocol::token& t, std::span<std::byte> payload) {
   wire_.unpack(token_buf_.data(), token_count_, payload, t);
 }
 
+void transport::read_token(std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue,
+                           std::span<std::byte> payload) {
+  wire_.unpack(token_buf_.data(), token_count_, payload, ln, queue);
+}
+
 void transport::repost_token() {
   if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();
 }

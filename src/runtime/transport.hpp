@@ -77,6 +77,9 @@ class transport {
   // The token that test() reported, into `t` (its storage reused) and `payload`;
   // LN as the wire carries it (protocol::ln_t).
   void read_token(protocol::token& t, std::span<std::byte> payload);
+  // The same, LN into `ln` and the queue into `queue` (node topology: LN straight
+  // into the node's state, cohort::ln_inbox).
+  void read_token(std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue, std::span<std::byte> payload);
 
   // Posts the token receive again after test() reported a token (flat topology:
   // broadcast() does it).

@@ -44,4 +44,10 @@ void wire_format::unpack(const std::byte* buf, int count, std::span<std::byte> p
   protocol::decode_token({buf, len}, frame(), self_, t, payload.first(payload_bytes_), marks_);
 }
 
+void wire_format::unpack(const std::byte* buf, int count, std::span<std::byte> payload, std::span<protocol::ln_t> ln,
+                         std::vector<protocol::rank_t>& queue) {
+  const std::size_t len = count < 0 ? 0 : static_cast<std::size_t>(count) * layout::unit;
+  protocol::decode_token({buf, len}, frame(), self_, ln, queue, payload.first(payload_bytes_), marks_);
+}
+
 }  // namespace tally::detail

@@ -49,6 +49,9 @@ class wire_format {
   // carried 0 until the protocol core sets them. A malformed message yields a token
   // that protocol::token::well_formed rejects.
   void unpack(const std::byte* buf, int count, std::span<std::byte> payload, protocol::token& t);
+  // The same, LN into `ln` (n entries) and the queue into `queue`.
+  void unpack(const std::byte* buf, int count, std::span<std::byte> payload, std::span<protocol::ln_t> ln,
+              std::vector<protocol::rank_t>& queue);
 
   void free() { type_.free("MPI_Type_free(token)"); }
 

@@ -4,6 +4,9 @@
 // test says otherwise.
 #include "core/cohort.hpp"
 
+#include "core/token_codec.hpp"
+#include "core/token_layout.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -134,6 +137,46 @@ TEST(Cohort, TokenLnIsComparedWithRnModulo2To32) {
       EXPECT_EQ(u.act.token_to, served ? rank_t(-1) : rank_t(0)) << s;
     }
   }
+}
+
+// The runtime decodes a token's LN straight into the receiving node's state
+// (ln_inbox) instead of into a spare token that on_token copies: both leave the
+// same state. Three nodes of one rank, the token first on node 2; node 0 gets it
+// (LN[0] = 1 after its release), enters again and passes it to node 1, node 2
+// queued.
+TEST(Cohort, TokenDecodedIntoTheInboxEqualsACopiedOne) {
+  const std::vector<std::int32_t> three{0, 1, 2};
+  node_fixture h(three, 0, 1, 2), copied(three, 1, 1, 2), inbox(three, 1, 1, 2);
+  ASSERT_TRUE(h.c.lock(0).act.broadcast);
+  const std::vector<ln_t> first(3, 0);
+  ASSERT_TRUE(h.c.on_token(0, first, {}).ok());
+  ASSERT_TRUE(h.c.unlock(0).ok());
+  ASSERT_TRUE(h.c.lock(0).ok());
+  for (node_fixture* n : {&h, &copied, &inbox}) {
+    if (n != &h) {
+      ASSERT_TRUE(n->c.lock(0).ok());  // node 1's first request
+    }
+    ASSERT_TRUE(n->c.on_request(0, rank_t(2), seq_t(1)).ok());
+  }
+  ASSERT_TRUE(h.c.on_request(0, rank_t(1), seq_t(1)).ok());
+  const cohort_step u = h.c.unlock(0);
+  ASSERT_TRUE(u.ok());
+  ASSERT_EQ(u.act.token_to, rank_t(1));
+  const cohort_view& v = h.c.state();
+  ASSERT_EQ(v.h->tq_len, 1);
+  const token_frame f{3, three};
+  std::vector<std::byte> buf(token_layout::bytes(3));
+  encode_token(f, {v.ln, 3}, {v.tq, 1}, 1, {}, buf);
+  std::vector<std::uint8_t> marks(3, 0);
+  token spare;
+  ASSERT_TRUE(decode_token(buf, f, 1, spare, {}, marks));
+  ASSERT_TRUE(copied.c.on_token(0, spare.ln, spare.queue).ok());
+  std::vector<rank_t> queue;
+  ASSERT_TRUE(decode_token(buf, f, 1, inbox.c.ln_inbox(), queue, {}, marks));
+  ASSERT_TRUE(inbox.c.on_token(0, inbox.c.ln_inbox(), queue).ok());
+  EXPECT_EQ(inbox.c.state().ln[0], 1u);
+  EXPECT_EQ(inbox.c.in_cs(), 0);
+  EXPECT_EQ(inbox.mem, copied.mem);  // the whole node state, byte for byte
 }
 
 TEST(Cohort, IdleHolderSendsTokenToTheRequester) {

@@ -1,5 +1,6 @@
 // The token's byte codec (core/token_codec.hpp): a round trip at several sizes,
-// queue lengths and receivers, in both topologies' framing; the layout's offsets;
+// queue lengths and receivers, in both topologies' framing, into a token or a
+// caller's LN span; the layout's offsets;
 // the exact little-endian bytes; and the inputs it must refuse (a length that is no token's, a queue naming the
 // receiver, an entry out of range or one LN index twice, a queue that loops, padding
 // that is not zero) by yielding a token that well_formed rejects.
@@ -57,6 +58,11 @@ TEST(TokenCodec, RoundTripsAtSeveralSizesQueuesAndReceivers) {
           EXPECT_EQ(back, payload);
           EXPECT_TRUE(u.well_formed(static_cast<std::int32_t>(n), rank_t(static_cast<std::int32_t>(to))));
           EXPECT_EQ(marks, std::vector<std::uint8_t>(n, 0));
+          std::vector<ln_t> ln(n, 9);  // the same into a caller's LN span
+          std::vector<rank_t> queue;
+          ASSERT_TRUE(decode_token(buf, f, to, ln, queue, back, marks));
+          EXPECT_EQ(ln, u.ln);
+          EXPECT_EQ(queue, u.queue);
         }
       }
     }
@@ -146,7 +152,13 @@ TEST(TokenCodec, RefusesWhatNoTokenIs) {
   token u;
   const auto refused = [&](std::span<const std::byte> b, std::span<std::byte> payload, std::size_t self = 0) {
     const bool r = !decode_token(b, f, self, u, payload, marks) && !u.well_formed(static_cast<std::int32_t>(n), rank_t(0));
-    return r && marks == std::vector<std::uint8_t>(n, 0);
+    // The same into a caller's LN span (cohort::ln_inbox): all 0, and a queue of n
+    // entries, more than any token's (cohort::on_token refuses it).
+    std::vector<ln_t> ln(n, 9);
+    std::vector<rank_t> queue;
+    const bool into_span = !decode_token(b, f, self, ln, queue, payload, marks) &&
+                           ln == std::vector<ln_t>(n, 0) && queue.size() == n;
+    return r && into_span && marks == std::vector<std::uint8_t>(n, 0);
   };
   ASSERT_TRUE(decode_token(std::span(buf).first(len), f, 0, u, {}, marks));
   EXPECT_TRUE(refused(std::span(buf).first(len - 1), {}));  // not a whole entry

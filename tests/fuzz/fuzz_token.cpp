@@ -96,6 +96,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else {
       FUZZ_CHECK(s.st == status::bad_token && mem == held);
     }
+    // As the runtime takes it in, LN decoded straight into the node's state
+    // (cohort::ln_inbox): the same outcome, and when it enters the same state.
+    std::vector<std::uint64_t> mem2(layout.bytes / 8 + 1);
+    cohort c2({n, self.value(), 2, 1}, cohort_view::at(mem2.data(), layout), node_of, members);
+    c2.reset((self.value() + 1) % n);
+    FUZZ_CHECK(c2.lock(0).act.broadcast);
+    std::vector<rank_t> queue2;
+    FUZZ_CHECK(decode_token(buf, by_node, self.index(), c2.ln_inbox(), queue2, payload, marks) == node_decoded);
+    const cohort_step s2 = c2.on_token(0, c2.ln_inbox(), queue2);
+    FUZZ_CHECK(s2.st == s.st && (!node_decoded || mem2 == mem));
   }
 
   // A peer that asked for the token: it enters with a well-formed one and refuses,

@@ -22,8 +22,6 @@ namespace {
 
 using state = acquisition::state;
 
-[[noreturn]] void fail(errc code, const std::string& what) { throw error(code, "tally: " + what); }
-
 // extra_state of a generalized request: keeps the acquisition alive until MPI
 // frees the request.
 struct greq_state {

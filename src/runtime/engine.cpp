@@ -25,9 +25,9 @@ constexpr auto slot_wait_slice = std::chrono::microseconds(200);
 constexpr std::uint32_t node_poll_every = 8;
 constexpr std::uint32_t lone_node_poll_every = 128;
 
-[[noreturn]] void fail(errc code, const std::string& what) { throw error(code, "tally: " + what); }
-
 }  // namespace
+
+void fail(errc code, const std::string& what) { throw error(code, "tally: " + what); }
 
 // --- messages ----------------------------------------------------------------------
 

@@ -46,6 +46,9 @@
 
 namespace tally::detail {
 
+// Throws tally::error(code) with "tally: " + what, the runtime's one way to fail.
+[[noreturn]] void fail(errc code, const std::string& what);
+
 class engine : public std::enable_shared_from_this<engine> {
  public:
   using clock = std::chrono::steady_clock;
@@ -233,7 +236,7 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
   node_->unlock();
   if (!s.ok()) {
     if (s.st == allowed) return s;
-    throw error(protocol::to_errc(s.st), std::string("tally: ") + what + ": " + protocol::describe(s.st));
+    fail(protocol::to_errc(s.st), std::string(what) + ": " + protocol::describe(s.st));
   }
   if (s.act.token_to.value() >= 0) transport_.send_staged(s.act.token_to, token_count);
   if (s.act.broadcast) transport_.broadcast(s.act.seq, s.act.requester, bcast_order_);

@@ -21,8 +21,6 @@ namespace tally::detail {
 
 namespace {
 
-[[noreturn]] void fail(errc code, const std::string& what) { throw error(code, "tally: " + what); }
-
 int thread_level() {
   int provided = MPI_THREAD_SINGLE;
   check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");

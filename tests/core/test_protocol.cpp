@@ -190,7 +190,9 @@ TEST(Peer, LnIsComparedWithRnModulo2To32) {
       const step u = b.unlock();
       ASSERT_TRUE(u.ok());
       EXPECT_EQ(u.act.what, served ? kind::none : kind::send_token) << s;
-      if (!served) EXPECT_EQ(u.act.to, rank_t(0));
+      if (!served) {
+        EXPECT_EQ(u.act.to, rank_t(0));
+      }
       const token* t = served ? b.held() : b.outgoing();
       ASSERT_NE(t, nullptr);
       EXPECT_EQ(t->ln[1], 1u);  // its own request (RN[1] = 1) served

@@ -46,7 +46,7 @@
 
 namespace tally::detail {
 
-// Throws tally::error(code) with "tally: " + what, the runtime's one way to fail.
+// Throws tally::error(code) whose message is "tally: " + what.
 [[noreturn]] void fail(errc code, const std::string& what);
 
 class engine : public std::enable_shared_from_this<engine> {

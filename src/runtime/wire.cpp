@@ -40,8 +40,8 @@ int wire_format::pack(std::span<const protocol::ln_t> ln, std::span<const std::i
 }
 
 void wire_format::unpack(const std::byte* buf, int count, std::span<std::byte> payload, protocol::token& t) {
-  const std::size_t len = count < 0 ? 0 : static_cast<std::size_t>(count) * layout::unit;
-  protocol::decode_token({buf, len}, frame(), self_, t, payload.first(payload_bytes_), marks_);
+  t.ln.resize(n_);
+  unpack(buf, count, payload, t.ln, t.queue);
 }
 
 void wire_format::unpack(const std::byte* buf, int count, std::span<std::byte> payload, std::span<protocol::ln_t> ln,

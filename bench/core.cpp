@@ -8,6 +8,7 @@
 // hop's two ends are also timed alone (BM_TokenEncode, BM_TokenDecode).
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -101,13 +102,16 @@ void BM_TokenDecode(benchmark::State& st) {
 }
 // The node topology's hop: nodes 0 and 1 of K, each one rank, their states as the
 // runtime keeps them (one block per node); the token is packed from the holder's
-// state, as node_engine does, and taken in by cohort::on_token.
+// state, as node_engine does, and taken in by cohort::on_token. `delta`: the REQUEST
+// says the asking node's copy is from the move before (a delta of one pair goes);
+// else it says 0 and the whole LN goes.
 struct node_hop_bench {
-  explicit node_hop_bench(std::int32_t k)
-      : node_of(static_cast<std::size_t>(k)),
+  node_hop_bench(std::int32_t k, bool as_delta)
+      : delta(as_delta),
+        node_of(static_cast<std::size_t>(k)),
         layout(cohort_layout::of(k, 1)),
         frame{static_cast<std::size_t>(k), node_of},
-        buf(token_layout::bytes(static_cast<std::size_t>(k))),
+        buf(node_token::bytes(static_cast<std::size_t>(k))),
         marks(static_cast<std::size_t>(k), 0) {
     for (std::int32_t r = 0; r < k; ++r) node_of[static_cast<std::size_t>(r)] = r;
     for (std::int32_t i = 0; i < 2; ++i) {
@@ -121,20 +125,24 @@ struct node_hop_bench {
   void hop() {
     const int r = 1 - h;
     const cohort_step asked = nodes[r].lock(0);
-    const cohort_step s = nodes[h].on_request(0, rank_t(r), asked.act.seq);
+    const cohort_step s = nodes[h].on_request(0, rank_t(r), asked.act.seq, delta ? asked.act.copy : 0);
     if (s.act.token_to != rank_t(r)) throw std::logic_error("no handoff");
     const cohort_view& v = nodes[h].state();
-    encode_token(frame, {v.ln, frame.n}, {v.tq, static_cast<std::size_t>(v.h->tq_len)}, static_cast<std::size_t>(r),
-                 {}, buf);
+    const std::size_t len =
+        encode_node_token(frame, {v.ln, frame.n}, {v.tq, static_cast<std::size_t>(v.h->tq_len)},
+                          static_cast<std::size_t>(r), nodes[h].trail(), nodes[h].since_of(rank_t(r)), {}, buf);
     // As the runtime takes it in: LN decoded straight into the node's state.
     const std::span<ln_t> ln = nodes[r].ln_inbox();
-    if (!decode_token(buf, frame, static_cast<std::size_t>(r), ln, spare.queue, {}, marks))
+    std::uint64_t hop = 0;
+    if (!decode_node_token(std::span(buf).first(len), frame, static_cast<std::size_t>(r), *nodes[r].state().hop, ln,
+                           spare.queue, hop, route, {}, marks))
       throw std::logic_error("decode");
-    if (!nodes[r].on_token(0, ln, spare.queue).ok()) throw std::logic_error("on_token");
+    if (!nodes[r].on_token(0, ln, spare.queue, {hop, route}).ok()) throw std::logic_error("on_token");
     nodes[r].unlock(0);
     h = r;
   }
 
+  bool delta;
   std::vector<std::int32_t> node_of;
   cohort_layout layout;
   token_frame frame;
@@ -144,12 +152,18 @@ struct node_hop_bench {
   std::vector<std::int32_t> members[2];
   std::vector<cohort> nodes;
   token spare;
+  std::array<std::int32_t, node_token::route> route{};
   int h = 0;
 };
 
-// The node topology's whole hop, K = range(0) nodes.
+// The node topology's whole hop, K = range(0) nodes: the whole LN, or a delta.
 void BM_NodeTokenHop(benchmark::State& st) {
-  node_hop_bench b(static_cast<std::int32_t>(st.range(0)));
+  node_hop_bench b(static_cast<std::int32_t>(st.range(0)), false);
+  for (auto _ : st) b.hop();
+  report(st, st.range(0));
+}
+void BM_NodeTokenHopDelta(benchmark::State& st) {
+  node_hop_bench b(static_cast<std::int32_t>(st.range(0)), true);
   for (auto _ : st) b.hop();
   report(st, st.range(0));
 }
@@ -175,6 +189,7 @@ BENCHMARK(BM_TokenHopNoCodec)->Apply(sizes);
 BENCHMARK(BM_TokenEncode)->Apply(sizes);
 BENCHMARK(BM_TokenDecode)->Apply(sizes);
 BENCHMARK(BM_NodeTokenHop)->Arg(64)->Arg(512)->Arg(1024)->Arg(4096);
+BENCHMARK(BM_NodeTokenHopDelta)->Arg(64)->Arg(512)->Arg(1024)->Arg(4096);
 BENCHMARK(BM_NodeScan)->Arg(64)->Arg(512)->Arg(1024)->Arg(4096);
 
 }  // namespace

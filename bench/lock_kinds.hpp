@@ -144,5 +144,10 @@ static_assert(lock_kind<win_lock> && lock_kind<rma_mcs> && lock_kind<lock_server
 constexpr int token_bytes(int n) noexcept {
   return static_cast<int>(tally::protocol::token_layout::bytes(static_cast<std::size_t>(n)));
 }
+// The node topology's token between k nodes in full (its trail and LN), which every
+// token is below 5 nodes (a delta is no shorter there).
+constexpr int node_token_bytes(int k) noexcept {
+  return static_cast<int>(tally::protocol::node_token::full_bytes(static_cast<std::size_t>(k)));
+}
 
 }  // namespace bench

@@ -1,6 +1,7 @@
 #include "check/cohort_world.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <numeric>
 #include <sstream>
@@ -79,19 +80,55 @@ verdict cohort_world::carry(std::int32_t k, const protocol::cohort_step& s, cons
   const protocol::cohort c = node(k);
   if (s.act.token_to.value() >= 0) {
     const protocol::cohort_view& v = c.state();
-    in_flight f{s.act.token_to, std::vector<protocol::ln_t>(v.ln, v.ln + nodes()), {}};
+    in_flight f{s.act.token_to, std::vector<protocol::ln_t>(v.ln, v.ln + nodes()), {}, *v.hop, {}, 0};
     for (std::int32_t q = 0; q < v.h->tq_len; ++q) f.queue.push_back(rank_t(v.tq[q]));
+    std::copy_n(v.route, protocol::node_token::route, f.route.begin());
+    if (auto bad = wire_check(k, f, c)) return verdict::refuse(*bad);
     flight_ = std::move(f);
     ++messages_;
     streak_ = 0;
   }
   if (s.act.broadcast) {
     for (std::int32_t j = 0; j < nodes(); ++j)
-      if (j != k) pending_.push_back({s.act.requester, j, s.act.seq});
+      if (j != k) pending_.push_back({s.act.requester, j, s.act.seq, s.act.copy});
     std::sort(pending_.begin(), pending_.end());
     messages_ += static_cast<std::uint64_t>(nodes() - 1);
   }
   return {};
+}
+
+std::optional<std::string> cohort_world::wire_check(std::int32_t from, in_flight& f, const protocol::cohort& c) const {
+  // The message as the runtime sends it, and as the receiver takes it in: decoded
+  // into (a copy of) its node's LN copy, against the move of that copy.
+  thread_local std::vector<std::byte> wire;
+  thread_local std::vector<protocol::ln_t> ln;
+  thread_local std::vector<rank_t> queue;
+  thread_local std::vector<std::uint8_t> marks;
+  const std::int32_t j = node_of(f.to);
+  const protocol::cohort receiver = node(j);
+  const protocol::token_frame frame{static_cast<std::size_t>(nodes()), shape_->node_of};
+  wire.resize(protocol::node_token::bytes(frame.n));
+  const std::span<const std::int32_t> tq(c.state().tq, f.queue.size());
+  // Every third move the full body, else a delta wherever it is exact: both bodies,
+  // and each after the other, on the runs the checks explore.
+  const protocol::token_form form = f.hop % 3 == 0 ? protocol::token_form::full : protocol::token_form::delta;
+  wire.resize(protocol::encode_node_token(frame, f.ln, tq, static_cast<std::size_t>(j), c.trail(), c.since_of(f.to), {},
+                                          wire, form));
+  f.form = protocol::node_token_form(wire);
+  ln.assign(receiver.state().ln, receiver.state().ln + nodes());
+  marks.assign(frame.n, 0);
+  std::uint64_t hop = 0;
+  std::array<std::int32_t, protocol::node_token::route> route{};
+  const auto what = [&] {
+    return "the token node " + std::to_string(from) + " sends to node " + std::to_string(j) + " (" +
+           (f.form == protocol::node_token::full ? "full" : "delta") + ")";
+  };
+  if (!protocol::decode_node_token(wire, frame, static_cast<std::size_t>(j), *receiver.state().hop, ln, queue, hop,
+                                   route, {}, marks))
+    return what() + " does not decode";
+  if (ln != f.ln || queue != f.queue || hop != f.hop || route != f.route)
+    return what() + " decodes to another LN, queue or trail than it carries";
+  return std::nullopt;
 }
 
 verdict cohort_world::request(rank_t r) {
@@ -129,7 +166,7 @@ verdict cohort_world::deliver(rank_t requester, std::int32_t to, std::optional<s
                            " to node " + std::to_string(to) +
                            (seq ? " with sequence " + std::to_string(seq->value()) : std::string()));
   const node_request m = *it;
-  const protocol::cohort_step s = node(to).on_request(0, m.requester, m.seq);
+  const protocol::cohort_step s = node(to).on_request(0, m.requester, m.seq, m.copy);
   if (!s.ok()) return refused("deliver", global(to, 0), s.st);
   pending_.erase(pending_.begin() + (it - pending_.begin()));
   return carry(to, s, "deliver", global(to, 0));
@@ -139,7 +176,9 @@ verdict cohort_world::deliver_token() {
   if (!flight_) return verdict::refuse("no token in flight");
   const rank_t to = flight_->to;
   const std::int32_t k = node_of(to);
-  const protocol::cohort_step s = node(k).on_token(local_of(to), flight_->ln, flight_->queue);
+  // What the receiver decoded at the send (wire_check): the same LN, queue, trail.
+  const protocol::cohort_step s =
+      node(k).on_token(local_of(to), flight_->ln, flight_->queue, {flight_->hop, flight_->route});
   if (!s.ok()) return refused("token delivery", to, s.st);
   flight_.reset();
   streak_ = 0;
@@ -296,6 +335,29 @@ std::optional<std::string> cohort_world::violation() const {
     if (node(j).state().requester[j] != flight_->to.value())
       return report{}("token in flight to rank ", flight_->to.value(), ", not node ", j, "'s requester");
   }
+  // C11 the trail: the token's move count is the largest, and only the node that
+  // made the last move has a copy from it; each
+  // route names one node per move since move 1 (-1 before it); a node's since[j]
+  // is never after j's copy, nor a REQUEST's copy.
+  const std::uint64_t token_hop = flight_ ? flight_->hop : holder >= 0 ? *node(holder).state().hop : 0;
+  const std::int32_t last_sender = flight_ ? flight_->route[0] : holder >= 0 ? node(holder).state().route[0] : -1;
+  for (std::int32_t k = 0; k < K; ++k) {
+    const protocol::cohort ck = node(k);
+    const protocol::cohort_view& v = ck.state();
+    const bool may_equal = k == holder || token_hop == 0 || k == last_sender;
+    if (*v.hop > token_hop || (*v.hop == token_hop && !may_equal))
+      return report{}("node ", k, "'s copy is from move ", *v.hop, ", the token's is ", token_hop);
+    for (std::size_t i = 0; i < protocol::node_token::route; ++i)
+      if (i < *v.hop ? v.route[i] < 0 || v.route[i] >= K : v.route[i] != -1)
+        return report{}("node ", k, "'s route[", i, "] is ", v.route[i], " at move ", *v.hop);
+    for (std::int32_t j = 0; j < K; ++j)
+      if (v.since[j] > *node(j).state().hop)
+        return report{}("node ", k, " says node ", j, "'s copy is from move ", v.since[j], ", it is ",
+                        *node(j).state().hop);
+  }
+  for (const node_request& m : pending_)
+    if (m.copy > *node(node_of(m.requester)).state().hop)
+      return report{}("a REQUEST names a copy from move ", m.copy, ", after its node's");
   // Pending REQUESTs were issued; C10 a requesting node's REQUEST reached every
   // other node or is pending to it.
   for (const node_request& m : pending_) {
@@ -310,7 +372,7 @@ std::optional<std::string> cohort_world::violation() const {
     const rank_t who(cj.state().requester[j]);
     for (std::int32_t i = 0; i < K; ++i)
       if (i != j && rn[static_cast<std::size_t>(i)][j] != s &&
-          !std::binary_search(pending_.begin(), pending_.end(), node_request{who, i, s}))
+          !std::binary_search(pending_.begin(), pending_.end(), node_request{who, i, s, *cj.state().hop}))
         return report{}("node ", j, "'s REQUEST #", s.value(), " neither reached node ", i, " nor is pending");
   }
   return std::nullopt;
@@ -356,12 +418,50 @@ std::optional<std::string> cohort_world::counter_mismatch() const {
   return std::nullopt;
 }
 
-void cohort_world::encode(std::vector<std::uint64_t>& out) const {
+namespace {
+// Packs values four to a word, 16 bits each; a value of 0xffff or more takes an
+// escape lane and a whole word of its own, so the packing stays one-to-one.
+class packer {
+ public:
+  explicit packer(std::vector<std::uint64_t>& out) noexcept : out_(out) {}
+  ~packer() { flush(); }
+  packer(const packer&) = delete;
+  packer& operator=(const packer&) = delete;
+  [[gnu::always_inline]] void put(std::uint64_t v) {
+    if (v < 0xffff) return lane(v);
+    lane(0xffff);
+    flush();
+    out_.push_back(v);
+  }
+  void put_signed(std::int64_t v) { put(static_cast<std::uint64_t>(v + 1)); }  // -1 and up
+
+ private:
+  [[gnu::always_inline]] void lane(std::uint64_t v) {
+    acc_ |= v << (16 * lanes_);
+    if (++lanes_ == 4) flush();
+  }
+  void flush() {
+    if (lanes_ == 0) return;
+    out_.push_back(acc_);
+    acc_ = 0;
+    lanes_ = 0;
+  }
+  std::vector<std::uint64_t>& out_;
+  std::uint64_t acc_ = 0;
+  int lanes_ = 0;
+};
+}  // namespace
+
+void cohort_world::encode(std::vector<std::uint64_t>& out, bool trail) const {
   // Field by field, so that equal protocol states encode equally: the local FIFO in
-  // order (not the ring), the token's LN and queue only where it is held, and an
-  // unsure remote_waiting as what unlock would find (violation() checks that a
-  // settled one always equals that, so the two states behave alike).
+  // order (not the ring), the token's queue only where it is held, and an unsure
+  // remote_waiting as what unlock would find (violation() checks that a settled one
+  // always equals that, so the two states behave alike). The trail and the LN copies
+  // decide what a token carries (its form and its pairs) but no step's effect on the
+  // lock: with `trail` false they are left out (the LN of a node without the token,
+  // since[], the hop, the route, the copy a REQUEST names).
   out.clear();
+  packer p(out);
   const auto K = static_cast<std::size_t>(nodes());
   for (std::int32_t k = 0; k < nodes(); ++k) {
     const protocol::cohort c = node(k);
@@ -369,30 +469,45 @@ void cohort_world::encode(std::vector<std::uint64_t>& out) const {
     const protocol::cohort_header& h = *v.h;
     const std::uint64_t waiting =
         h.remote_waiting == protocol::cohort_header::unsure ? (c.remote_waiter_known() ? 1 : 0) : h.remote_waiting;
-    out.push_back(static_cast<std::uint64_t>(h.in_cs + 1) | static_cast<std::uint64_t>(h.passes) << 16 |
-                  static_cast<std::uint64_t>(h.has_token) << 48 | static_cast<std::uint64_t>(h.requesting) << 49 |
-                  waiting << 50);
-    for (std::size_t j = 0; j < K; ++j) out.push_back(v.rn[j].value() << 32 | static_cast<std::uint32_t>(v.requester[j]));
-    out.push_back(static_cast<std::uint64_t>(h.lq_len));
+    p.put_signed(h.in_cs);
+    p.put(h.passes);
+    p.put(h.has_token | h.requesting << 1 | waiting << 2);
+    for (std::size_t j = 0; j < K; ++j) {
+      p.put(v.rn[j].value());
+      p.put_signed(v.requester[j]);
+      if (trail) p.put(v.since[j]);
+      if (trail || h.has_token) p.put(v.ln[j]);  // the token's, or the node's copy
+    }
+    if (trail) {
+      p.put(*v.hop);  // the route past the first move reads -1 (C11)
+      for (std::size_t i = 0; i < std::min<std::uint64_t>(*v.hop, protocol::node_token::route); ++i)
+        p.put_signed(v.route[i]);
+    }
+    p.put(static_cast<std::uint64_t>(h.lq_len));
     const std::int32_t R = shape_->sizes[static_cast<std::size_t>(k)];
-    for (std::int32_t q = 0; q < h.lq_len; ++q) out.push_back(static_cast<std::uint64_t>(v.lq[(h.lq_head + q) % R]));
+    for (std::int32_t q = 0; q < h.lq_len; ++q) p.put_signed(v.lq[(h.lq_head + q) % R]);
     if (!h.has_token) continue;
-    for (std::size_t j = 0; j < K; ++j) out.push_back(v.ln[j]);
-    out.push_back(static_cast<std::uint64_t>(h.tq_len));
-    for (std::int32_t q = 0; q < h.tq_len; ++q) out.push_back(static_cast<std::uint64_t>(v.tq[q]));
+    p.put(static_cast<std::uint64_t>(h.tq_len));
+    for (std::int32_t q = 0; q < h.tq_len; ++q) p.put_signed(v.tq[q]);
   }
-  out.push_back(streak_);
+  p.put(streak_);
   if (flight_) {
-    out.push_back(static_cast<std::uint64_t>(flight_->to.value()));
-    for (protocol::ln_t s : flight_->ln) out.push_back(s);
-    out.push_back(flight_->queue.size());
-    for (rank_t q : flight_->queue) out.push_back(static_cast<std::uint64_t>(q.value()));
+    p.put_signed(flight_->to.value());
+    for (protocol::ln_t s : flight_->ln) p.put(s);
+    p.put(flight_->queue.size());
+    for (rank_t q : flight_->queue) p.put_signed(q.value());
+    if (trail) {
+      p.put(flight_->hop);
+      p.put_signed(flight_->form);
+    }
   } else {
-    out.push_back(~std::uint64_t{0});
+    p.put_signed(-1);
   }
   for (const node_request& m : pending_) {
-    out.push_back((static_cast<std::uint64_t>(m.requester.value()) << 32) | static_cast<std::uint32_t>(m.to));
-    out.push_back(m.seq.value());
+    p.put_signed(m.requester.value());
+    p.put_signed(m.to);
+    p.put(m.seq.value());
+    if (trail) p.put(m.copy);
   }
 }
 

@@ -5,9 +5,15 @@
 // the pending REQUESTs (unordered; each goes to a node and is received there by its
 // local rank 0) and at most one token in flight (to a rank). Every step goes through
 // the core; the world only moves messages. The invariant checks are those of
-// docs/design.md ("Two-level lock", C1-C9). No MPI.
+// docs/design.md ("Two-level lock", C1-C11). Each token sent is encoded by the codec
+// as the runtime sends it (every third move the full body, else a delta wherever
+// one is exact: token_form::delta) and
+// decoded against the receiver's LN copy, which nothing changes while the token is
+// in flight to it; a send whose decoded LN, queue or trail differs from the
+// sender's is refused. No MPI.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,6 +29,7 @@ struct node_request {
   rank_t requester;  // global rank the token should reach
   std::int32_t to;   // destination node
   seq_t seq;
+  std::uint64_t copy = 0;  // the move of the asking node's LN copy
   friend auto operator<=>(const node_request&, const node_request&) = default;
 };
 
@@ -88,17 +95,24 @@ class cohort_world {
   std::optional<std::string> regression_from(const cohort_world& before) const;
   // Per-rank counters against the messages on the network, or nullopt.
   std::optional<std::string> counter_mismatch() const;
-  // Canonical encoding of the protocol state (counters excluded).
-  void encode(std::vector<std::uint64_t>& out) const;
+  // Canonical encoding of the protocol state (counters excluded). `trail`: with the
+  // token's trail and the nodes' LN copies, which decide the token's encoding only.
+  void encode(std::vector<std::uint64_t>& out, bool trail = true) const;
 
  private:
   struct in_flight {
     rank_t to;
-    std::vector<protocol::ln_t> ln;
+    std::vector<protocol::ln_t> ln;  // the sender's (as the receiver decoded it)
     std::vector<rank_t> queue;
+    std::uint64_t hop = 0;           // the trail
+    std::array<std::int32_t, protocol::node_token::route> route{};
+    std::int32_t form = 0;           // the body sent (protocol::node_token_form)
   };
   std::uint8_t* block(std::int32_t k) const;
   verdict carry(std::int32_t k, const protocol::cohort_step& s, const char* what, rank_t at);
+  // Encodes the token node `from` (view c) sends and decodes it as its receiver
+  // would; the first difference from what f carries, or nullopt. Sets f.form.
+  std::optional<std::string> wire_check(std::int32_t from, in_flight& f, const protocol::cohort& c) const;
   // The token's LN wherever the token is (the checks' values stay far below 2^32).
   const protocol::ln_t* token_ln() const;
   // Per node j, 1 where the token carries LN[j]: j is neither queued nor the token's

@@ -35,6 +35,9 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
   place(l.ln, k * sizeof(ln_t));
   place(l.tq, k * sizeof(std::int32_t));
   place(l.scratch, k);
+  place(l.hop, sizeof(std::uint64_t));
+  place(l.route, node_token::route * sizeof(std::int32_t));
+  place(l.since, k * sizeof(std::uint64_t));
   l.protocol_bytes = off;
   place(l.order_next, k * sizeof(std::int32_t));
   place(l.order_prev, k * sizeof(std::int32_t));
@@ -48,6 +51,8 @@ cohort_view cohort_view::at(void* base, const cohort_layout& l) noexcept {
           protocol::at<std::int32_t>(base, l.requester), protocol::at<ln_t>(base, l.ln),
           protocol::at<std::int32_t>(base, l.tq),        protocol::at<std::int32_t>(base, l.lq),
           protocol::at<std::uint8_t>(base, l.waiting),   protocol::at<std::uint8_t>(base, l.scratch),
+          protocol::at<std::uint64_t>(base, l.hop),      protocol::at<std::int32_t>(base, l.route),
+          protocol::at<std::uint64_t>(base, l.since),
           protocol::at<std::int32_t>(base, l.order_next), protocol::at<std::int32_t>(base, l.order_prev),
           protocol::at<counters>(base, l.counters)};
 }
@@ -78,6 +83,9 @@ void cohort::reset(std::int32_t owner_node) noexcept {
   std::fill_n(v_.lq, r, -1);
   std::fill_n(v_.waiting, r, std::uint8_t{0});
   std::fill_n(v_.scratch, k, std::uint8_t{0});
+  *v_.hop = 0;
+  std::fill_n(v_.route, node_token::route, -1);
+  std::fill_n(v_.since, k, std::uint64_t{0});
   std::fill_n(v_.ctr, r, counters{});
   v_.h->has_token = owner_node == shape_.node ? 1 : 0;
   // Every node starts the order at its successor, so that first sends spread: the
@@ -121,6 +129,7 @@ void cohort::request(std::int32_t by, cohort_action& act) noexcept {
   act.broadcast = true;
   act.seq = v_.rn[self];
   act.requester = rank_t(v_.requester[self]);
+  act.copy = *v_.hop;
 }
 
 void cohort::release(std::int32_t by, cohort_action& act) noexcept {
@@ -143,6 +152,9 @@ void cohort::pass_on(std::int32_t by, cohort_action& act) noexcept {
   if (h.tq_len == 0) return;  // idle holder: nobody waits anywhere
   act.token_to = rank_t(v_.tq[0]);
   heard_of(node_of(act.token_to));
+  ++*v_.hop;  // this move's sender heads the route
+  std::copy_backward(v_.route, v_.route + node_token::route - 1, v_.route + node_token::route);
+  v_.route[0] = shape_.node;
   std::copy(v_.tq + 1, v_.tq + h.tq_len, v_.tq);
   v_.tq[--h.tq_len] = -1;
   // Not carried (core/token_layout.hpp): the token in memory reads as on the wire.
@@ -239,7 +251,7 @@ void cohort::heard_of(std::int32_t j) noexcept {
   next[at(self)] = j;
 }
 
-cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
+cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq, std::uint64_t copy) {
   if (!local(by) || requester.value() < 0 || requester.index() >= node_of_.size())
     return {status::bad_rank};
   const std::int32_t j = node_of(requester);
@@ -249,6 +261,7 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
   if (seq > v_.rn[k]) {
     v_.rn[k] = seq;
     v_.requester[k] = requester.value();
+    v_.since[k] = copy;
     heard_of(j);
   }
   cohort_step s;
@@ -268,14 +281,15 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq) {
   return s;
 }
 
-cohort_step cohort::on_token(std::int32_t by, std::span<const ln_t> ln, std::span<const rank_t> queue) {
+cohort_step cohort::on_token(std::int32_t by, std::span<const ln_t> ln, std::span<const rank_t> queue,
+                             token_trail trail) {
   if (!local(by)) return {status::bad_rank};
   cohort_header& h = *v_.h;
   if (h.has_token || !h.requesting) return {status::not_requesting};
   // Well formed: K entries of LN; a queue shorter than K of ranks in range, from
   // distinct nodes, none of them this one.
   const auto k = static_cast<std::size_t>(shape_.nodes);
-  bool ok = ln.size() == k && queue.size() < k;
+  bool ok = ln.size() == k && queue.size() < k && trail.hop > *v_.hop && trail.route.size() == node_token::route;
   for (std::size_t q = 0; ok && q < queue.size(); ++q) {
     const rank_t r = queue[q];
     ok = r.value() >= 0 && r.index() < node_of_.size() && node_of(r) != shape_.node &&
@@ -288,6 +302,8 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const ln_t> ln, std::spa
 
   ++v_.ctr[static_cast<std::size_t>(by)].tokens_received;
   if (ln.data() != v_.ln) std::copy(ln.begin(), ln.end(), v_.ln);
+  *v_.hop = trail.hop;
+  std::copy(trail.route.begin(), trail.route.end(), v_.route);
   h.tq_len = static_cast<std::int32_t>(queue.size());
   for (std::size_t q = 0; q < queue.size(); ++q) {
     v_.tq[q] = queue[q].value();

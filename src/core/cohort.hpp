@@ -26,7 +26,8 @@
 //                    | GRANT it (0 msgs). Else SK release: LN[node]=RN[node],
 //                    | append fresh nodes' requesters, SEND TOKEN to the head
 //                    | (1 msg); local waiters left: BROADCAST for them
-//   on_request(r,s)  | RN[node(r)] = max; a new maximum records r as requester.
+//   on_request(r,s,c)| RN[node(r)] = max; a new maximum records r as requester,
+//                    | c as its copy's move.
 //                    | Idle holder and fresh: SEND TOKEN to r. Else note the waiter
 //   on_token(t)      | node was requesting: hold t; GRANT the local head, or (all
 //                    | withdrew) release as unlock does
@@ -43,6 +44,8 @@
 #include <span>
 
 #include "core/protocol.hpp"
+#include "core/token_codec.hpp"
+#include "core/token_layout.hpp"
 
 namespace tally::protocol {
 
@@ -78,7 +81,7 @@ struct cohort_header {
 // what any event does).
 struct cohort_layout {
   std::size_t header = 0, rn = 0, requester = 0, ln = 0, tq = 0, lq = 0, waiting = 0,
-              scratch = 0, protocol_bytes = 0, order_next = 0, order_prev = 0, counters = 0, bytes = 0;
+              scratch = 0, hop = 0, route = 0, since = 0, protocol_bytes = 0, order_next = 0, order_prev = 0, counters = 0, bytes = 0;
   static cohort_layout of(std::int32_t nodes, std::int32_t locals) noexcept;
 };
 
@@ -92,6 +95,13 @@ struct cohort_view {
   std::int32_t* lq = nullptr;        // [R] local FIFO ring
   std::uint8_t* waiting = nullptr;   // [R] 1 iff the local rank is in the local FIFO
   std::uint8_t* scratch = nullptr;   // [K] all zero between calls
+  // The token's trail (core/token_codec.hpp): while the node holds the token, its
+  // moves so far and their senders; otherwise those of the token it last sent, whose
+  // LN the node keeps as its copy (ln). since[j]: the move of node j's copy as j's
+  // latest REQUEST said (0 until one came: a copy is never older than move 0).
+  std::uint64_t* hop = nullptr;      // [1]
+  std::int32_t* route = nullptr;     // [node_token::route]
+  std::uint64_t* since = nullptr;    // [K]
   std::int32_t* order_next = nullptr;  // [K] the broadcast order, a circular list through
   std::int32_t* order_prev = nullptr;  // [K] this node's own entry: next of it is first
   counters* ctr = nullptr;           // [R] per local rank
@@ -104,9 +114,10 @@ struct cohort_action {
   std::int32_t grant = -1;  // local rank that entered the critical section (the caller
                             // itself, or a waiter to wake)
   rank_t token_to{-1};      // send the token (LN, queue, payload) to this global rank
-  bool broadcast = false;   // send REQUEST(seq, requester) to the other K-1 nodes,
-  seq_t seq{};              // in the order of cohort::broadcast_order()
+  bool broadcast = false;   // send REQUEST(seq, requester, copy) to the other K-1
+  seq_t seq{};              // nodes, in the order of cohort::broadcast_order()
   rank_t requester{-1};
+  std::uint64_t copy = 0;   // the move this node's LN copy is from (state().hop)
 };
 
 struct cohort_step {
@@ -137,16 +148,23 @@ class cohort {
   cohort_step try_lock(std::int32_t i);
   cohort_step withdraw(std::int32_t i);
   cohort_step unlock(std::int32_t i);
-  // REQUEST(seq) for node(requester) arrived; `by` is the local rank receiving it.
-  cohort_step on_request(std::int32_t by, rank_t requester, seq_t s);
+  // REQUEST(seq, copy) for node(requester) arrived; `by` is the local rank receiving
+  // it. `copy`: the move of that node's LN copy (0 is always safe: a full token).
+  cohort_step on_request(std::int32_t by, rank_t requester, seq_t s, std::uint64_t copy = 0);
   // The token arrived at local rank `by`: LN as the wire carries it, copied in
-  // unless it is ln_inbox() already, under whatever guards this node's state.
-  cohort_step on_token(std::int32_t by, std::span<const ln_t> ln, std::span<const rank_t> queue);
-  // Where the node keeps LN (K entries). While the node does not hold the token
-  // nothing reads it, so the rank the token comes to may decode the token's LN into
-  // it without the guard, then pass it to on_token. Its contents are unspecified
-  // after on_token fails.
+  // unless it is ln_inbox() already, under whatever guards this node's state, and
+  // its trail (hop > state().hop, node_token::route entries).
+  cohort_step on_token(std::int32_t by, std::span<const ln_t> ln, std::span<const rank_t> queue, token_trail trail);
+  // Where the node keeps LN (K entries): its copy while it does not hold the token.
+  // Nothing reads it then but the rank the token comes to, which may decode the
+  // token into it (decode_node_token, against state().hop) without the guard, then
+  // pass it to on_token. Its contents are unspecified after a failed decode or
+  // on_token.
   std::span<ln_t> ln_inbox() noexcept { return {v_.ln, static_cast<std::size_t>(shape_.nodes)}; }
+  // What a token this node sends to `to` carries besides LN and queue: its trail,
+  // and the move of `to`'s node's LN copy (encode_node_token).
+  token_trail trail() const noexcept { return {*v_.hop, {v_.route, node_token::route}}; }
+  std::uint64_t since_of(rank_t to) const noexcept { return v_.since[static_cast<std::size_t>(node_of(to))]; }
 
   const cohort_shape& shape() const noexcept { return shape_; }
   const cohort_view& state() const noexcept { return v_; }

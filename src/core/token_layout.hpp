@@ -17,7 +17,7 @@
 // 64-bit unsigned sequence number (the sender is the MPI source); between nodes it is
 // two: the sequence number and the asking rank. In the node topology n is the number
 // of nodes, LN and the slots are indexed by node and the queue names the asking rank
-// of each node.
+// of each node, and the token starts with its trail (below).
 #pragma once
 
 #include <cstddef>
@@ -37,6 +37,42 @@ struct token_layout {
     return payload_offset(n) + padded(payload);
   }
 };
+// The node topology's token: the trail, then one of two bodies, then the payload.
+//   word 0-1        hop (unsigned 64 bits): moves between nodes so far, this one included
+//   word 2+i        route[i], i < route: the node that sent move hop - i; -1 where
+//                   hop - i < 1
+//   word 2+route    form: `full` or d >= 0
+//   full body       the n slots as above (LN with the queue's links)
+//   delta body      since (64 bits), the queue's length q, its q ranks, then d pairs
+//                   (node j, LN[j]): the distinct senders of the moves since+1..hop
+//                   but the receiver, where the receiver's own LN is its copy from
+//                   move `since` (docs/design.md, "Transport")
+// The delta is sent when the route reaches back to the receiver's copy and (by
+// default: protocol::token_form) it is no longer than the full body.
+struct node_token {
+  static constexpr std::size_t route = 16;   // moves the trail remembers
+  static constexpr std::int32_t full = -1;   // the form word of a full body
+  static constexpr std::size_t trail_words = 3 + route;
+  static constexpr std::size_t trail_bytes = token_layout::unit * trail_words;
+  static constexpr std::size_t body_offset = trail_bytes;
+  // The full form of n nodes.
+  static constexpr std::size_t full_bytes(std::size_t n, std::size_t payload = 0) noexcept {
+    return trail_bytes + token_layout::bytes(n, payload);
+  }
+  // A delta of a q-rank queue and d pairs.
+  static constexpr std::size_t delta_bytes(std::size_t q, std::size_t d, std::size_t payload = 0) noexcept {
+    return trail_bytes + token_layout::unit * (3 + q + 2 * d) + token_layout::padded(payload);
+  }
+  // The longest token of n nodes in either form (receive and send buffers).
+  static constexpr std::size_t bytes(std::size_t n, std::size_t payload = 0) noexcept {
+    const std::size_t others = n > 0 ? n - 1 : 0, d = others < route ? others : route;
+    const std::size_t longest_delta = delta_bytes(others, d, payload), whole = full_bytes(n, payload);
+    return longest_delta > whole ? longest_delta : whole;
+  }
+};
+static_assert(node_token::full_bytes(512) == 2048 + 76 && node_token::delta_bytes(0, 1) == 96 &&
+              node_token::bytes(512) == node_token::delta_bytes(511, 16) && node_token::bytes(2) == 100);
+
 static_assert(token_layout::bytes(2) == 8 && token_layout::bytes(3, 5) == 20 && token_layout::bytes(512) == 2048 &&
               token_layout::slot_offset(3) == token_layout::payload_offset(3));
 
@@ -50,8 +86,9 @@ inline constexpr std::size_t broadcast_window = 16;
 
 // A REQUEST message: one sequence number.
 inline constexpr std::size_t request_bytes = sizeof(std::uint64_t);
-// A REQUEST between nodes (topology::node, core/cohort.hpp): the sequence number and
-// the global rank that asked, which the token goes to.
-inline constexpr std::size_t node_request_bytes = 2 * sizeof(std::uint64_t);
+// A REQUEST between nodes (topology::node, core/cohort.hpp): the sequence number, the
+// global rank that asked (which the token goes to) and the move of the asking node's
+// LN copy (core/token_codec.hpp, token_trail).
+inline constexpr std::size_t node_request_bytes = 3 * sizeof(std::uint64_t);
 
 }  // namespace tally::protocol

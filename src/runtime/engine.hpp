@@ -23,6 +23,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "core/protocol.hpp"
+#include "core/token_layout.hpp"
 #include "runtime/acquisition.hpp"
 #include "runtime/node_level.hpp"
 #include "runtime/pacing.hpp"
@@ -198,6 +200,7 @@ class engine : public std::enable_shared_from_this<engine> {
   std::uint64_t traced_local_ = 0;  // local entries counted when the last enter was traced
   std::vector<std::byte> payload_;  // the token's payload while held here
   protocol::token spare_;           // storage for unpacking, recycled from sent tokens
+  std::array<std::int32_t, protocol::node_token::route> spare_route_{};  // a node token's trail
   std::shared_ptr<acquisition> async_;  // the outstanding acquisition (waiting_slot or pending)
   bool async_cancelled_at_free_ = false;
 
@@ -228,9 +231,10 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
     }
     if (s.act.token_to.value() >= 0) {
       const protocol::cohort_view& v = c.state();
-      token_count = transport_.wire().pack(std::span<const protocol::ln_t>(v.ln, static_cast<std::size_t>(node_->nodes())),
-                             std::span<const std::int32_t>(v.tq, static_cast<std::size_t>(v.h->tq_len)),
-                             s.act.token_to, node_->payload(), transport_.stage_token());
+      token_count = transport_.wire().pack(
+          std::span<const protocol::ln_t>(v.ln, static_cast<std::size_t>(node_->nodes())),
+          std::span<const std::int32_t>(v.tq, static_cast<std::size_t>(v.h->tq_len)), s.act.token_to, c.trail(),
+          c.since_of(s.act.token_to), node_->payload(), transport_.stage_token());
     }
   }
   node_->unlock();
@@ -239,7 +243,7 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
     fail(protocol::to_errc(s.st), std::string(what) + ": " + protocol::describe(s.st));
   }
   if (s.act.token_to.value() >= 0) transport_.send_staged(s.act.token_to, token_count);
-  if (s.act.broadcast) transport_.broadcast(s.act.seq, s.act.requester, bcast_order_);
+  if (s.act.broadcast) transport_.broadcast(s.act.seq, s.act.requester, s.act.copy, bcast_order_);
   return s;
 }
 

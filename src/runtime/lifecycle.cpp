@@ -56,6 +56,16 @@ std::size_t broadcast_window() {
   return protocol::broadcast_window;
 }
 
+// The node topology's token body: $TALLY_NODE_TOKEN (shorter, delta or full), else
+// shorter.
+protocol::token_form node_token_form() {
+  if (const char* env = std::getenv("TALLY_NODE_TOKEN")) {
+    if (const auto f = protocol::parse_token_form(env)) return *f;
+    std::fprintf(stderr, "tally: ignoring TALLY_NODE_TOKEN='%s' (shorter, delta or full)\n", env);
+  }
+  return protocol::token_form::shorter;
+}
+
 // topology::automatic as $TALLY_TOPOLOGY says (flat, node or auto), else unchanged.
 topology resolve_topology(topology t) {
   if (t != topology::automatic) return t;
@@ -185,6 +195,7 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
     sh.node_of = node_->node_of();
     sh.token_self = node_->node();
     sh.with_requester = true;
+    sh.form = node_token_form();
     sh.request_receives = node_->leader() ? node_->nodes() - 1 : 0;
     sh.peers = node_->other_leaders();
   } else {

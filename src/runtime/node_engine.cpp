@@ -18,15 +18,19 @@ bool engine::node_progress_locked(bool repost) {
   const transport::arrivals a = transport_.test();
   const std::int32_t me = node_->local();
   for (const transport::request_arrival& r : a.requests)
-    node_event([&](protocol::cohort& c) { return c.on_request(me, r.from, r.seq); }, "REQUEST received");
+    node_event([&](protocol::cohort& c) { return c.on_request(me, r.from, r.seq, r.copy); }, "REQUEST received");
   if (repost) transport_.repost_requests();
   if (a.token) {
-    // The node does not hold the token, so nobody reads its LN or payload: both go
-    // straight into the window, without the spinlock (cohort::ln_inbox).
-    const std::span<protocol::ln_t> ln = node_->cohort().ln_inbox();
-    transport_.read_token(ln, spare_.queue, node_->payload());
+    // The node does not hold the token, so nobody reads its LN, trail or payload but
+    // this rank: the token goes straight into the window, without the spinlock
+    // (cohort::ln_inbox), patching the node's LN copy where it is a delta.
+    protocol::cohort& c = node_->cohort();
+    const std::span<protocol::ln_t> ln = c.ln_inbox();
+    std::uint64_t hop = 0;
+    transport_.read_token(*c.state().hop, ln, spare_.queue, hop, spare_route_, node_->payload());
     transport_.repost_token();
-    node_event([&](protocol::cohort& c) { return c.on_token(me, ln, spare_.queue); }, "token received");
+    node_event([&](protocol::cohort& n) { return n.on_token(me, ln, spare_.queue, {hop, spare_route_}); },
+               "token received");
   }
   // A local handoff is no message: an asynchronous acquisition looks at the flag.
   if (async_ && async_->st == acquisition::state::pending && entered_locked()) async_acquired_locked();

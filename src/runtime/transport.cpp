@@ -28,7 +28,7 @@ void transport::open(comm_handle comm, shape sh) {
   shape_ = std::move(sh);
   words_ = static_cast<int>((shape_.with_requester ? protocol::node_request_bytes : protocol::request_bytes) /
                             sizeof(std::uint64_t));
-  wire_ = wire_format(shape_.token_entries, shape_.payload_bytes, shape_.node_of, shape_.token_self);
+  wire_ = wire_format(shape_.token_entries, shape_.payload_bytes, shape_.node_of, shape_.token_self, shape_.form);
   token_buf_.assign(wire_.bytes(), std::byte{0});
   const int posted = std::min(shape_.request_receives, max_posted_requests);
   recv_reqs_.assign(first_request + static_cast<std::size_t>(posted), MPI_REQUEST_NULL);
@@ -93,8 +93,9 @@ transport::arrivals transport::test() {
     }
     const words& w = request_bufs_[idx - first_request];
     // The requester: the sender (flat), or the word it names (node topology).
-    const int from = words_ == 2 ? static_cast<int>(static_cast<std::int64_t>(w[1])) : done_status_[c].MPI_SOURCE;
-    arrived_.push_back({protocol::rank_t(from), protocol::seq_t(w[0])});
+    const bool node = words_ > 1;
+    const int from = node ? static_cast<int>(static_cast<std::int64_t>(w[1])) : done_status_[c].MPI_SOURCE;
+    arrived_.push_back({protocol::rank_t(from), protocol::seq_t(w[0]), node ? w[2] : 0});
     unposted_.push_back(idx - first_request);
   }
   return {arrived_, token};
@@ -109,16 +110,17 @@ void transport::read_token(protocol::token& t, std::span<std::byte> payload) {
   wire_.unpack(token_buf_.data(), token_count_, payload, t);
 }
 
-void transport::read_token(std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue,
-                           std::span<std::byte> payload) {
-  wire_.unpack(token_buf_.data(), token_count_, payload, ln, queue);
+void transport::read_token(std::uint64_t copy, std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue,
+                           std::uint64_t& hop, std::span<std::int32_t> route, std::span<std::byte> payload) {
+  wire_.unpack(token_buf_.data(), token_count_, payload, copy, ln, queue, hop, route);
 }
 
 void transport::repost_token() {
   if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();
 }
 
-void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::span<const std::int32_t> order) {
+void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::uint64_t copy,
+                          std::span<const std::int32_t> order) {
   if (recv_reqs_.empty()) return;  // opened without peers
   if (recv_reqs_[0] == MPI_REQUEST_NULL) post_token_recv();  // before anyone can answer
   auto free_slot = std::find_if(bcasts_.begin(), bcasts_.end(),
@@ -129,7 +131,7 @@ void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::
   slot.to.resize(n);
   for (std::size_t k = 0; k < n; ++k) slot.to[k] = shape_.peers[order.empty() ? k : static_cast<std::size_t>(order[k])];
   slot.posted = 0;
-  slot.msg = {seq.value(), static_cast<std::uint64_t>(static_cast<std::int64_t>(requester.value()))};
+  slot.msg = {seq.value(), static_cast<std::uint64_t>(static_cast<std::int64_t>(requester.value())), copy};
   post_window(slot, shape_.window);
   if (slot.partial()) partial_.push_back(&slot);
   sends_active_ = true;

@@ -6,7 +6,7 @@
 //     shape().window at a time: broadcast() posts the first window,
 //     pump() one more per call, so a token sent in between overtakes the rest.
 //     Flat topology: one word (the sequence number), the requester is the MPI
-//     source. Node topology: two words (sequence number, the rank that should
+//     source. Node topology: three words (sequence number, the rank that should
 //     receive the token), sent to the other nodes' leaders only.
 //   - token   = one message of the token datatype (runtime/wire.hpp), tag 2.
 //   - receives are posted ahead, all MPI_ANY_SOURCE: one for the token and up to 16
@@ -41,6 +41,7 @@ class transport {
   struct request_arrival {
     protocol::rank_t from;
     protocol::seq_t seq;
+    std::uint64_t copy = 0;  // node topology: the move of the asking node's LN copy
   };
   struct arrivals {
     std::span<const request_arrival> requests;  // in completion order
@@ -62,6 +63,7 @@ class transport {
     int request_receives = 0;        // REQUEST receives to keep posted (0: none)
     std::vector<int> peers;          // where a broadcast goes, in sending order
     std::size_t window = protocol::broadcast_window;  // REQUESTs posted per step (>= 1)
+    protocol::token_form form = protocol::token_form::shorter;  // node topology's token body
   };
   // Takes the duplicate communicator, commits the token datatype and posts the
   // receives (the token receive at once). Throws tally::error(errc::mpi).
@@ -77,9 +79,10 @@ class transport {
   // The token that test() reported, into `t` (its storage reused) and `payload`;
   // LN as the wire carries it (protocol::ln_t).
   void read_token(protocol::token& t, std::span<std::byte> payload);
-  // The same, LN into `ln` and the queue into `queue` (node topology: LN straight
-  // into the node's state, cohort::ln_inbox).
-  void read_token(std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue, std::span<std::byte> payload);
+  // The node topology's (wire_format::unpack): LN patched or overwritten in `ln`, the
+  // node's copy from move `copy` (straight into the node's state, cohort::ln_inbox).
+  void read_token(std::uint64_t copy, std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue,
+                  std::uint64_t& hop, std::span<std::int32_t> route, std::span<std::byte> payload);
 
   // Posts the token receive again after test() reported a token (flat topology:
   // broadcast() does it).
@@ -92,7 +95,8 @@ class transport {
   // The first window leaves at once, ahead of what earlier broadcasts have not
   // posted yet (stale news: a peer may see sequence numbers out of order, which
   // Suzuki–Kasami's RN = max(RN, seq) absorbs).
-  void broadcast(protocol::seq_t seq, protocol::rank_t requester, std::span<const std::int32_t> order = {});
+  void broadcast(protocol::seq_t seq, protocol::rank_t requester, std::uint64_t copy = 0,
+                 std::span<const std::int32_t> order = {});
   // Posts the next window of the newest broadcast not yet wholly posted, if any.
   // The engine calls it on every progress step, after the token's send.
   void pump();
@@ -133,7 +137,7 @@ class transport {
   void post_request_recv(std::size_t k);
   void post_token_recv();
 
-  using words = std::array<std::uint64_t, 2>;  // a REQUEST: seq [, requester]
+  using words = std::array<std::uint64_t, 3>;  // a REQUEST: seq [, requester, copy]
 
   shape shape_;
   int words_ = 1;  // per REQUEST

@@ -29,7 +29,9 @@ class wire_format {
   // Builds and commits the datatype for n LN entries. node_of: empty for the flat
   // topology (LN by rank), else each global rank's node (LN by node); self: this
   // rank's LN index. Throws tally::error(errc::mpi) on failure.
-  wire_format(int n, std::size_t payload_bytes, std::vector<std::int32_t> node_of, std::int32_t self);
+  // form: the node topology's token body (protocol::token_form).
+  wire_format(int n, std::size_t payload_bytes, std::vector<std::int32_t> node_of, std::int32_t self,
+              protocol::token_form form = protocol::token_form::shorter);
 
   MPI_Datatype type() const noexcept { return type_.get(); }
   // Every token in bytes (the receive and send buffers), and in units of type().
@@ -40,18 +42,22 @@ class wire_format {
   // Writes t and the payload (payload_bytes() bytes) into buf (bytes() long) for
   // rank `to`; returns the message's length in units of type(). Not thread-safe.
   int pack(const protocol::token& t, protocol::rank_t to, std::span<const std::byte> payload, std::byte* buf);
-  // The node topology's, from the cohort's parts: LN (n entries) and the queue as
-  // ranks (fewer than n).
+  // The node topology's (protocol::node_token), from the cohort's parts: LN (n
+  // entries), the queue as ranks (fewer than n), the trail and the move of the
+  // receiver's LN copy (protocol::encode_node_token).
   int pack(std::span<const protocol::ln_t> ln, std::span<const std::int32_t> queue, protocol::rank_t to,
-           std::span<const std::byte> payload, std::byte* buf);
+           protocol::token_trail trail, std::uint64_t since, std::span<const std::byte> payload, std::byte* buf);
   // Reads a token of `count` units from buf into t (reusing t's storage) and copies
   // its payload out. LN is as the wire carries it (protocol::ln_t), the entries not
   // carried 0 until the protocol core sets them. A malformed message yields a token
   // that protocol::token::well_formed rejects.
   void unpack(const std::byte* buf, int count, std::span<std::byte> payload, protocol::token& t);
-  // The same, LN into `ln` (n entries) and the queue into `queue`.
-  void unpack(const std::byte* buf, int count, std::span<std::byte> payload, std::span<protocol::ln_t> ln,
-              std::vector<protocol::rank_t>& queue);
+  // The node topology's: LN into `ln` (n entries, the receiving node's copy from move
+  // `copy`: protocol::decode_node_token), the queue, the trail into `hop` and `route`.
+  // A malformed message leaves a queue that protocol::cohort::on_token rejects.
+  void unpack(const std::byte* buf, int count, std::span<std::byte> payload, std::uint64_t copy,
+              std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue, std::uint64_t& hop,
+              std::span<std::int32_t> route);
 
   void free() { type_.free("MPI_Type_free(token)"); }
 
@@ -62,6 +68,7 @@ class wire_format {
   std::size_t payload_bytes_ = 0;
   std::vector<std::int32_t> node_of_;
   std::size_t self_ = 0;
+  protocol::token_form form_ = protocol::token_form::shorter;
   std::vector<std::uint8_t> marks_;  // the codec's scratch: n zero bytes between calls
   type_handle type_;
 };

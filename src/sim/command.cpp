@@ -67,6 +67,9 @@ constexpr const char* help_tail = R"(  --requests-per-rank R     critical sectio
                             waits (default 16, as the runtime's)
   --local-grant T           two-level: a grant inside a node, unlock to the
                             waiter's entry (default: the calibrated shm value)
+  --node-token FORM         two-level: the token's body, shorter (default: a
+                            delta of the LN entries the receiver's copy lacks
+                            where that is shorter), delta or full
   --seed S                  random seed (default 1)
   --json                    JSON report instead of a table
   --progress, --no-progress progress bar on stderr (default: only on a terminal)
@@ -165,6 +168,7 @@ options parse(const std::vector<std::string>& args) {
   std::uint64_t seed = 1;
   std::optional<std::uint64_t> per_node, bound;
   std::optional<ps_t> local_grant;
+  std::optional<std::string> node_token;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string opt = args[i], val;
     bool has_val = false;
@@ -218,6 +222,7 @@ options parse(const std::vector<std::string>& args) {
     else if (opt == "--ranks-per-node") per_node = parse_uint(opt, value(), 1, 1u << 24);
     else if (opt == "--pass-bound") bound = parse_uint(opt, value(), 1, 1u << 20);
     else if (opt == "--local-grant") local_grant = parse_ps(opt, value());
+    else if (opt == "--node-token") node_token = std::string(value());
     else throw usage_error("unknown option '" + args[i] + "'");
   }
   if (o.help) return o;
@@ -262,8 +267,13 @@ options parse(const std::vector<std::string>& args) {
   } else if (c.algorithm == "two-level") {
     throw usage_error("two-level needs --ranks-per-node");
   }
-  if ((bound || local_grant) && c.algorithm != "two-level")
-    throw usage_error("--pass-bound and --local-grant apply to --algorithm two-level only");
+  if ((bound || local_grant || node_token) && c.algorithm != "two-level")
+    throw usage_error("--pass-bound, --local-grant and --node-token apply to --algorithm two-level only");
+  if (node_token) {
+    const auto f = protocol::parse_token_form(*node_token);
+    if (!f) throw usage_error("--node-token: expected shorter, delta or full, got '" + *node_token + "'");
+    c.node_token = *f;
+  }
   c.pass_bound = static_cast<std::uint32_t>(bound.value_or(16));
   c.local_grant = local_grant.value_or(shm_local_grant);
 

@@ -216,6 +216,9 @@ struct delay_lane {
 //   int64 token_entries() const       optional: LN entries of its token; each end of
 //                                     a token's trip pays the link's entry_time each,
 //                                     a token sent `scanned` its scan_time each first
+//   int64 token_words() const         optional: 4-byte words the token in flight
+//                                     moves (each end pays entry_time per word
+//                                     instead of per LN entry)
 //   static bool node_token            optional: true for the node topology's token
 //                                     (node_entry_time and node_scan_time instead)
 //   void lock(E&, int32 i)            i wants the CS (it has no outstanding request)
@@ -253,7 +256,7 @@ class scheduler {
   // A new broadcast or multicast cuts in the same way, ahead of the previous one's
   // rest, as the runtime posts the newest broadcast's windows first.
   // `scanned`: a token sent by a release, which first scans its LN for fresh
-  // requests (token_cpu(scan_time) ahead of the message on the sender's CPU).
+  // requests (scan_cpu(scan_time) ahead of the message on the sender's CPU).
   void send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
             std::uint64_t val = 0, bool ahead = false, bool scanned = false);
   void send_ahead(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes, bool scanned = false) {
@@ -280,6 +283,13 @@ class scheduler {
   // entry_time_of and scan_time_of pick the link's pair for this model's token: the
   // node topology's where Model::node_token is true.
   ps_t token_cpu(ps_t per_entry, msg_kind k) const noexcept {
+    if constexpr (requires(const Model& m) { m.token_words(); })
+      return k == msg_kind::token ? per_entry * model_.token_words() : 0;
+    else
+      return scan_cpu(per_entry, k);
+  }
+  // The same per LN entry (a release's scan).
+  ps_t scan_cpu(ps_t per_entry, msg_kind k) const noexcept {
     if constexpr (requires(const Model& m) { m.token_entries(); })
       return k == msg_kind::token ? per_entry * model_.token_entries() : 0;
     else

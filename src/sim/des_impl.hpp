@@ -80,7 +80,7 @@ void scheduler<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std:
   const network_params& p = link(from, to);
   // A token's CPU beyond o: the sender's (scan, encoding) before injection (the port
   // is its CPU), the receiver's decoding after its o (arrive()).
-  const ps_t before = scanned ? token_cpu(scan_time_of(p), k) : 0;
+  const ps_t before = scanned ? scan_cpu(scan_time_of(p), k) : 0;
   const ps_t extra = token_cpu(entry_time_of(p), k);
   const ps_t busy = before + p.slot(bytes) + extra;
   ps_t start = 0;

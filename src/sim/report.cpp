@@ -73,7 +73,8 @@ std::string report_json(const run_config& c, const summary& s) {
     o << "  \"nodes\": {\"ranks_per_node\": " << c.ranks_per_node << ", \"count\": " << w.ranks / c.ranks_per_node
       << ", \"intra_latency_ns\": " << ns(c.intra.latency);
     if (c.algorithm == "two-level")
-      o << ", \"pass_bound\": " << c.pass_bound << ", \"local_grant_ns\": " << ns(c.local_grant);
+      o << ", \"pass_bound\": " << c.pass_bound << ", \"local_grant_ns\": " << ns(c.local_grant)
+        << ", \"node_token\": \"" << protocol::name_of(c.node_token) << "\"";
     o << "},\n";
   }
   o << "  \"workload\": {\"cs\": \"" << describe(w.cs) << "\", \"think\": \"" << describe(w.think)

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/token_codec.hpp"
 #include "sim/des.hpp"
 
 namespace tally::sim {
@@ -43,6 +44,7 @@ struct run_config {
   // waiter's entry (a shared-memory store it spins on).
   std::uint32_t pass_bound = 16;
   ps_t local_grant = 0;
+  protocol::token_form node_token = protocol::token_form::shorter;  // its body (--node-token)
 };
 
 // The report. Everything here is a function of the configuration alone.

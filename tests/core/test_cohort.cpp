@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <vector>
 
 namespace {
@@ -44,6 +46,16 @@ struct node_fixture {
 };
 
 const std::vector<std::int32_t> two_by_two{0, 0, 1, 1};
+
+// The trail of a token handed to a cohort by hand: its first move (on_token checks
+// only that the hop is new; the route matters to the codec alone).
+const std::array<std::int32_t, node_token::route> hand_route = [] {
+  std::array<std::int32_t, node_token::route> r{};
+  r.fill(-1);
+  r[0] = 0;
+  return r;
+}();
+const token_trail by_hand{1, hand_route};
 
 TEST(Cohort, ConstructionRejectsBadShapes) {
   std::vector<std::uint64_t> mem(cohort_layout::of(2, 2).bytes / 8);
@@ -100,7 +112,7 @@ TEST(Cohort, TokenGrantsTheLocalHead) {
   ASSERT_TRUE(n.c.lock(1).ok());
   ASSERT_TRUE(n.c.lock(0).ok());
   const std::vector<std::uint32_t> ln(2);
-  const cohort_step s = n.c.on_token(1, ln, {});
+  const cohort_step s = n.c.on_token(1, ln, {}, by_hand);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s.act.grant, 1);  // FIFO: rank 3 asked first
   EXPECT_EQ(n.c.in_cs(), 1);
@@ -129,7 +141,7 @@ TEST(Cohort, TokenLnIsComparedWithRnModulo2To32) {
       ASSERT_TRUE(n.c.on_request(0, rank_t(0), seq_t(s)).ok());
       ASSERT_TRUE(n.c.lock(0).ok());
       const std::vector<std::uint32_t> ln{low32(seq_t(served ? s : s - 1)), 0};
-      ASSERT_TRUE(n.c.on_token(0, ln, {}).ok());
+      ASSERT_TRUE(n.c.on_token(0, ln, {}, by_hand).ok());
       EXPECT_EQ(n.c.state().ln[0], ln[0]) << s;
       EXPECT_EQ(n.c.remote_waiter_known(), !served) << s;  // else node 0 still waits
       const cohort_step u = n.c.unlock(0);
@@ -149,7 +161,7 @@ TEST(Cohort, TokenDecodedIntoTheInboxEqualsACopiedOne) {
   node_fixture h(three, 0, 1, 2), copied(three, 1, 1, 2), inbox(three, 1, 1, 2);
   ASSERT_TRUE(h.c.lock(0).act.broadcast);
   const std::vector<ln_t> first(3, 0);
-  ASSERT_TRUE(h.c.on_token(0, first, {}).ok());
+  ASSERT_TRUE(h.c.on_token(0, first, {}, by_hand).ok());
   ASSERT_TRUE(h.c.unlock(0).ok());
   ASSERT_TRUE(h.c.lock(0).ok());
   for (node_fixture* n : {&h, &copied, &inbox}) {
@@ -165,15 +177,20 @@ TEST(Cohort, TokenDecodedIntoTheInboxEqualsACopiedOne) {
   const cohort_view& v = h.c.state();
   ASSERT_EQ(v.h->tq_len, 1);
   const token_frame f{3, three};
-  std::vector<std::byte> buf(token_layout::bytes(3));
-  encode_token(f, {v.ln, 3}, {v.tq, 1}, 1, {}, buf);
+  std::vector<std::byte> buf(node_token::bytes(3));
+  buf.resize(encode_node_token(f, {v.ln, 3}, {v.tq, 1}, 1, h.c.trail(), 0, {}, buf));
   std::vector<std::uint8_t> marks(3, 0);
   token spare;
-  ASSERT_TRUE(decode_token(buf, f, 1, spare, {}, marks));
-  ASSERT_TRUE(copied.c.on_token(0, spare.ln, spare.queue).ok());
+  spare.ln.resize(3);
+  std::uint64_t hop = 0;
+  std::array<std::int32_t, node_token::route> route{};
+  ASSERT_TRUE(decode_node_token(buf, f, 1, 0, spare.ln, spare.queue, hop, route, {}, marks));
+  ASSERT_TRUE(copied.c.on_token(0, spare.ln, spare.queue, {hop, route}).ok());
   std::vector<rank_t> queue;
-  ASSERT_TRUE(decode_token(buf, f, 1, inbox.c.ln_inbox(), queue, {}, marks));
-  ASSERT_TRUE(inbox.c.on_token(0, inbox.c.ln_inbox(), queue).ok());
+  ASSERT_TRUE(decode_node_token(buf, f, 1, 0, inbox.c.ln_inbox(), queue, hop, route, {}, marks));
+  ASSERT_TRUE(inbox.c.on_token(0, inbox.c.ln_inbox(), queue, {hop, route}).ok());
+  EXPECT_EQ(hop, 2u);  // node 2 to node 0, node 0 to node 1
+  EXPECT_EQ(route[0], 0);
   EXPECT_EQ(inbox.c.state().ln[0], 1u);
   EXPECT_EQ(inbox.c.in_cs(), 0);
   EXPECT_EQ(inbox.mem, copied.mem);  // the whole node state, byte for byte
@@ -277,7 +294,7 @@ TEST(Cohort, WithdrawKeepsOrderAndTheNodeRequest) {
   ASSERT_TRUE(n.c.withdraw(0).ok());  // the requester gives up; the request stands
   EXPECT_TRUE(n.c.requesting());
   const std::vector<std::uint32_t> ln(2);
-  const cohort_step s = n.c.on_token(0, ln, {});  // received by the withdrawn requester
+  const cohort_step s = n.c.on_token(0, ln, {}, by_hand);  // received by the withdrawn requester
   EXPECT_EQ(s.act.grant, 2);
 }
 
@@ -287,7 +304,7 @@ TEST(Cohort, TokenForAllWithdrawnNodeMovesOnOrStays) {
   ASSERT_TRUE(n.c.withdraw(0).ok());
   ASSERT_TRUE(n.c.on_request(0, rank_t(2), seq_t(1)).ok());
   const std::vector<std::uint32_t> ln(3);
-  const cohort_step s = n.c.on_token(0, ln, {});
+  const cohort_step s = n.c.on_token(0, ln, {}, by_hand);
   EXPECT_EQ(s.act.token_to, rank_t(2));  // node 2 is fresh: it gets the token
   EXPECT_EQ(n.c.state().ln[1], 1u);  // node 1's request counts as served
 }
@@ -308,17 +325,17 @@ TEST(Cohort, MisuseChangesNothing) {
   EXPECT_EQ(n.c.on_request(0, rank_t(1), seq_t(1)).st, status::self_request);
   EXPECT_EQ(n.c.on_request(0, rank_t(9), seq_t(1)).st, status::bad_rank);
   const std::vector<std::uint32_t> ln(2);
-  EXPECT_EQ(n.c.on_token(0, ln, {}).st, status::not_requesting);
+  EXPECT_EQ(n.c.on_token(0, ln, {}, by_hand).st, status::not_requesting);
   node_fixture m(two_by_two, 1, 1, 0);
   ASSERT_TRUE(m.c.lock(0).ok());
   const std::vector<std::uint32_t> short_ln(1);
   const std::vector<rank_t> self_q{rank_t(3)}, dup_q{rank_t(0), rank_t(1)};
-  EXPECT_EQ(m.c.on_token(0, short_ln, {}).st, status::bad_token);
-  EXPECT_EQ(m.c.on_token(0, ln, self_q).st, status::bad_token);  // this node queued
-  EXPECT_EQ(m.c.on_token(0, ln, dup_q).st, status::bad_token);   // too long, node 0 twice
+  EXPECT_EQ(m.c.on_token(0, short_ln, {}, by_hand).st, status::bad_token);
+  EXPECT_EQ(m.c.on_token(0, ln, self_q, by_hand).st, status::bad_token);  // this node queued
+  EXPECT_EQ(m.c.on_token(0, ln, dup_q, by_hand).st, status::bad_token);   // too long, node 0 twice
   EXPECT_TRUE(m.c.requesting());
   EXPECT_EQ(m.c.counters_of(0).tokens_received, 0u);
-  EXPECT_TRUE(m.c.on_token(0, ln, {}).ok());
+  EXPECT_TRUE(m.c.on_token(0, ln, {}, by_hand).ok());
 }
 
 TEST(Cohort, OneNodeIsAPurelyLocalLock) {

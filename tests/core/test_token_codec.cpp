@@ -3,9 +3,13 @@
 // caller's LN span; the layout's offsets;
 // the exact little-endian bytes; and the inputs it must refuse (a length that is no token's, a queue naming the
 // receiver, an entry out of range or one LN index twice, a queue that loops, padding
-// that is not zero) by yielding a token that well_formed rejects.
+// that is not zero) by yielding a token that well_formed rejects. The node
+// topology's token: a delta patches the receiver's LN copy exactly, the full body
+// where no delta is exact or shorter, and what no sender writes is refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -21,6 +25,11 @@ using tally::protocol::rank_t;
 using tally::protocol::token;
 using tally::protocol::token_frame;
 using tally::protocol::token_layout;
+using tally::protocol::decode_node_token;
+using tally::protocol::encode_node_token;
+using tally::protocol::node_token;
+using tally::protocol::node_token_form;
+using tally::protocol::token_form;
 
 // n entries of LN; the queue: `queued` ranks counting down from n - 1, skipping `to`.
 token make(std::size_t n, std::size_t queued, std::size_t to) {
@@ -195,6 +204,121 @@ TEST(TokenCodec, RefusesWhatNoTokenIs) {
   EXPECT_TRUE(decode_token(with, f, 0, u, payload, marks));
   with[token_layout::payload_offset(n) + 1] = std::byte{1};
   EXPECT_TRUE(refused(with, payload));
+}
+
+// The node topology's token (node_token): K = 64 nodes, one rank each. The receiver,
+// node 3, keeps its LN copy from move 6; the token is at move 10, the last four
+// moves sent by nodes 5, 1, 5 and 6, which changed their own entries; node 7 waits
+// in the queue.
+struct node_case {
+  static constexpr std::size_t k = 64, to = 3;
+  std::vector<std::int32_t> node_of = [] {
+    std::vector<std::int32_t> v(k);
+    for (std::size_t r = 0; r < k; ++r) v[r] = static_cast<std::int32_t>(r);
+    return v;
+  }();
+  token_frame f{k, node_of};
+  std::vector<ln_t> copy, now;
+  std::vector<std::int32_t> queue{7};
+  std::array<std::int32_t, node_token::route> route{};
+  std::uint64_t hop = 10;
+  std::vector<std::uint8_t> marks = std::vector<std::uint8_t>(k, 0);
+  node_case() : copy(k), now(k) {
+    for (std::size_t j = 0; j < k; ++j) copy[j] = static_cast<ln_t>(3 * j + 1);
+    copy[to] = 0;  // not carried to it when it got the token last
+    now = copy;
+    now[5] += 2;
+    now[1] += 1;
+    now[6] += 1;
+    now[7] = 0;   // queued
+    now[to] = 0;  // the receiver
+    route.fill(-1);
+    const std::int32_t moves[] = {5, 1, 5, 6, 3, 2, 4, 9, 5, 1};  // moves 10, 9, ..., 1
+    for (std::size_t i = 0; i < 10; ++i) route[i] = moves[i];
+  }
+  std::vector<std::byte> encode(std::uint64_t since, token_form form = token_form::shorter) const {
+    std::vector<std::byte> b(node_token::bytes(k));
+    b.resize(encode_node_token(f, now, queue, to, {hop, route}, since, {}, b, form));
+    return b;
+  }
+  // Decodes b into the receiver's copy from move `at`; true iff it decoded to `now`.
+  bool takes(const std::vector<std::byte>& b, std::uint64_t at = 6) {
+    std::vector<ln_t> ln = copy;
+    std::vector<rank_t> q;
+    std::uint64_t h = 0;
+    std::array<std::int32_t, node_token::route> r{};
+    const bool ok = decode_node_token(b, f, to, at, ln, q, h, r, {}, marks);
+    EXPECT_TRUE(std::all_of(marks.begin(), marks.end(), [](std::uint8_t m) { return m == 0; }));
+    return ok && ln == now && q == std::vector<rank_t>{rank_t(7)} && h == hop && r == route;
+  }
+};
+
+TEST(NodeToken, ADeltaCarriesTheSendersSinceTheReceiversCopyAndPatchesIt) {
+  node_case c;
+  const std::vector<std::byte> b = c.encode(6);
+  EXPECT_EQ(node_token_form(b), 3);  // nodes 5, 1 and 6 (5 once)
+  EXPECT_EQ(b.size(), node_token::delta_bytes(1, 3));
+  EXPECT_LT(b.size(), node_token::full_bytes(node_case::k));
+  EXPECT_TRUE(c.takes(b));
+  // An older `since` (a REQUEST the sender has not seen yet) costs pairs, not
+  // exactness: from move 2, nodes 5, 1, 6, 2, 4 and 9 (node 3 is the receiver).
+  const std::vector<std::byte> older = c.encode(2);
+  EXPECT_EQ(node_token_form(older), 6);
+  EXPECT_TRUE(c.takes(older));
+  // The trail's bytes: the hop, then the route, little-endian.
+  EXPECT_EQ(std::to_integer<int>(b[0]), 10);
+  EXPECT_EQ(std::to_integer<int>(b[8]), 5);
+  EXPECT_EQ(std::to_integer<int>(b[12]), 1);
+  EXPECT_EQ(std::to_integer<int>(b[8 + 4 * 10]), 0xff);  // move 0: -1
+}
+
+TEST(NodeToken, TheFullBodyWhereNoDeltaIsExactOrShorter) {
+  node_case c;
+  // The route remembers 16 moves: a copy from before them gets the whole LN.
+  c.hop = 30;
+  EXPECT_EQ(node_token_form(c.encode(13)), node_token::full);
+  c.hop = 10;
+  EXPECT_EQ(node_token_form(c.encode(6, token_form::full)), node_token::full);
+  EXPECT_TRUE(c.takes(c.encode(6, token_form::full)));
+  // The full body overwrites the copy, whatever it held.
+  std::fill(c.copy.begin(), c.copy.end(), ln_t{99});
+  EXPECT_TRUE(c.takes(c.encode(0, token_form::full), 0));
+  // Few nodes: the delta is longer than LN itself, so `shorter` sends LN and
+  // `delta` the delta.
+  node_case small;
+  small.f.n = 8;
+  small.copy.resize(8);
+  small.now.resize(8);
+  small.node_of.resize(8);
+  small.f.node_of = small.node_of;
+  EXPECT_EQ(node_token_form(small.encode(6)), node_token::full);
+  EXPECT_EQ(node_token_form(small.encode(6, token_form::delta)), 3);
+}
+
+TEST(NodeToken, RefusesWhatNoSenderWrites) {
+  node_case c;
+  const std::vector<std::byte> good = c.encode(6);
+  ASSERT_TRUE(c.takes(good));
+  EXPECT_FALSE(c.takes(good, 10));  // the receiver's copy is from this very move
+  EXPECT_FALSE(c.takes(good, 5));   // its copy is older than the delta assumes
+  const auto with = [&](std::size_t offset, std::int32_t v) {
+    std::vector<std::byte> b = good;
+    std::memcpy(b.data() + offset, &v, 4);
+    return b;
+  };
+  const std::size_t pairs = node_token::trail_bytes + 12 + 4;  // after since, q, one rank
+  EXPECT_FALSE(c.takes(with(pairs, 2)));           // a node the window does not name
+  EXPECT_FALSE(c.takes(with(pairs, 1)));           // node 1 twice
+  EXPECT_FALSE(c.takes(with(pairs, 3)));           // the receiver
+  EXPECT_FALSE(c.takes(with(8, 3)));               // the receiver made the last move
+  EXPECT_FALSE(c.takes(with(8, 64)));              // a node out of range
+  EXPECT_FALSE(c.takes(with(8 + 4 * 12, 2)));      // a sender of a move before move 1
+  EXPECT_FALSE(c.takes(with(8 + 4 * 16, 4)));      // four pairs claimed, three there
+  EXPECT_FALSE(c.takes(with(node_token::trail_bytes + 8, 2)));  // two queued, one there
+  std::vector<std::byte> cut = good;
+  cut.pop_back();
+  EXPECT_FALSE(c.takes(cut));
+  EXPECT_FALSE(c.takes(std::vector<std::byte>(8)));  // shorter than the trail
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // not carried set; a node of the node topology takes in exactly the tokens that
 // decode in its framing, LN as they carry it.
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <vector>
 
@@ -88,7 +89,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     c.reset((self.value() + 1) % n);
     FUZZ_CHECK(c.lock(0).act.broadcast);
     const std::vector<std::uint64_t> held = mem;
-    const cohort_step s = c.on_token(0, tn.ln, tn.queue);
+    std::array<std::int32_t, node_token::route> route{};
+    route.fill(-1);
+    route[0] = static_cast<std::int32_t>((self.index() + 1) % static_cast<std::size_t>(n));
+    const token_trail first{1, route};
+    const cohort_step s = c.on_token(0, tn.ln, tn.queue, first);
     if (node_decoded) {
       FUZZ_CHECK(s.ok() && c.in_cs() == 0 && c.holds_token());
       FUZZ_CHECK(std::equal(tn.ln.begin(), tn.ln.end(), c.state().ln));
@@ -104,8 +109,36 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(c2.lock(0).act.broadcast);
     std::vector<rank_t> queue2;
     FUZZ_CHECK(decode_token(buf, by_node, self.index(), c2.ln_inbox(), queue2, payload, marks) == node_decoded);
-    const cohort_step s2 = c2.on_token(0, c2.ln_inbox(), queue2);
+    const cohort_step s2 = c2.on_token(0, c2.ln_inbox(), queue2, first);
     FUZZ_CHECK(s2.st == s.st && (!node_decoded || mem2 == mem));
+  }
+  // The same bytes as a whole node token (trail first) to a node whose LN copy is
+  // from move `copy`: whatever decodes names a later move, a route of one node per
+  // move (none the receiver at its head), a well-formed queue, LN 0 where not
+  // carried; a full token re-encodes to the same bytes.
+  {
+    const std::uint64_t copy = in.below(24);
+    std::vector<ln_t> ln(static_cast<std::size_t>(n), 7);
+    std::vector<rank_t> queue;
+    std::uint64_t hop = 0;
+    std::array<std::int32_t, node_token::route> route{};
+    const bool taken = decode_node_token(buf, by_node, self.index(), copy, ln, queue, hop, route, payload, marks);
+    FUZZ_CHECK(std::all_of(marks.begin(), marks.end(), [](std::uint8_t m) { return m == 0; }));
+    if (taken) {
+      FUZZ_CHECK(hop > copy && route[0] != self.value() && queue.size() < static_cast<std::size_t>(n));
+      for (std::size_t i = 0; i < node_token::route; ++i)
+        FUZZ_CHECK(i < hop ? route[i] >= 0 && route[i] < n : route[i] == -1);
+      FUZZ_CHECK(ln[self.index()] == 0);
+      for (rank_t r : queue) FUZZ_CHECK(by_node.valid(r.value()) && ln[by_node.slot(r.value())] == 0);
+      if (node_token_form(buf) == node_token::full) {
+        std::vector<std::int32_t> q;
+        for (rank_t r : queue) q.push_back(r.value());
+        std::vector<std::byte> again(node_token::bytes(static_cast<std::size_t>(n), payload_bytes));
+        // since = hop + 1: no delta can serve it, so the encoder writes the full body.
+        again.resize(encode_node_token(by_node, ln, q, self.index(), {hop, route}, hop + 1, payload, again));
+        FUZZ_CHECK(again == buf);
+      }
+    }
   }
 
   // A peer that asked for the token: it enters with a well-formed one and refuses,

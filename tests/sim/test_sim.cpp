@@ -409,6 +409,7 @@ run_config two_level_config(const shape_case& sc, workload w) {
 }
 
 TEST(TwoLevel, KMinusOneRequestsPerNodeRequestAndNoMessageInsideANode) {
+  std::uint64_t deltas_at_8 = 0;
   for (const shape_case& sc : shapes)
     for (const auto& wc : workloads)
       for (std::uint64_t seed : {1u, 2u}) {
@@ -430,10 +431,20 @@ TEST(TwoLevel, KMinusOneRequestsPerNodeRequestAndNoMessageInsideANode) {
           EXPECT_GT(tokens, 0u);
         }
         EXPECT_EQ(r.bytes[static_cast<std::size_t>(msg_kind::request)], requests * tally::protocol::node_request_bytes);
-        EXPECT_EQ(r.bytes[static_cast<std::size_t>(msg_kind::token)], tokens * 4 * k);
+        // Each token the full body or a delta no longer (never below K = 5: a delta's
+        // overhead, 20 bytes, outweighs K entries).
+        using tally::protocol::node_token;
+        const std::uint64_t deltas = e.model().delta_tokens(), delta_bytes = e.model().delta_bytes();
+        EXPECT_EQ(r.bytes[static_cast<std::size_t>(msg_kind::token)],
+                  (tokens - deltas) * node_token::full_bytes(k) + delta_bytes);
+        if (k < 5) EXPECT_EQ(deltas, 0u);
+        EXPECT_LE(delta_bytes, deltas * node_token::full_bytes(k));  // none longer
+        EXPECT_GE(delta_bytes, deltas * node_token::delta_bytes(0, 1));
+        if (k == 8) deltas_at_8 += deltas;
         // Entries without a token message: re-entries and local grants.
         EXPECT_EQ(e.model().local_entries(r) + tokens, r.entries);
       }
+  EXPECT_GT(deltas_at_8, 0u);  // 8 nodes: a receiver's copy often lacks one entry only
 }
 
 // Runs the two-level model on c; `kinds` gets the distinct handoff times, ascending.
@@ -459,8 +470,9 @@ TEST(TwoLevel, SaturatedHandoffIsALocalGrantOrOneToken) {
     const summary s = simulate(c);
     std::vector<ps_t> kinds;
     const raw_results r = run_two_level(c, &kinds);
-    // The token, 16 bytes whatever its queue, or a local grant: nothing else.
-    const std::vector<ps_t> allowed{30 * ns, net_a().transit(token_bytes(4))};
+    // The token, 92 bytes whatever its queue (its 16 entries and the trail), or a
+    // local grant: nothing else.
+    const std::vector<ps_t> allowed{30 * ns, net_a().transit(tally::protocol::node_token::full_bytes(4))};
     EXPECT_EQ(kinds, allowed) << "B=" << bound;
     const std::uint64_t tokens = msgs(r, msg_kind::token);
     const auto grants = static_cast<std::uint64_t>(
@@ -472,9 +484,10 @@ TEST(TwoLevel, SaturatedHandoffIsALocalGrantOrOneToken) {
 }
 
 TEST(TwoLevel, ATokenBetweenNodesCostsItsNodeEntriesCpu) {
-  // As above with the node token's e and s per LN entry (the flat token's, set too,
-  // do not apply): the token, of K = 4 entries and always sent by a release, takes
-  // (2e + s)K longer; a local grant is no token and costs the same.
+  // As above with the node token's e per word and s per LN entry (the flat token's,
+  // set too, do not apply): the token, of K = 4 entries (23 words with the trail)
+  // and always sent by a release, takes 2e x 23 + sK longer; a local grant is no
+  // token and costs the same.
   run_config c = two_level_config(shape_case{4, 3, 2}, per_rank(12, 30, fixed(5000 * ns)));
   c.net.node_entry_time = 7 * ns;
   c.net.node_scan_time = 3 * ns;
@@ -482,7 +495,8 @@ TEST(TwoLevel, ATokenBetweenNodesCostsItsNodeEntriesCpu) {
   c.net.scan_time = 100 * ns;
   std::vector<ps_t> kinds;
   run_two_level(c, &kinds);
-  const std::vector<ps_t> allowed{30 * ns, net_a().transit(token_bytes(4)) + 4 * (2 * 7 + 3) * ns};
+  const auto words = static_cast<ps_t>(tally::protocol::node_token::full_bytes(4) / 4);
+  const std::vector<ps_t> allowed{30 * ns, net_a().transit(words * 4) + (2 * 7 * words + 3 * 4) * ns};
   EXPECT_EQ(kinds, allowed);
   // A node's idle holder hands the token off on the REQUEST without a release: no
   // scan. Node 1's first rank asks once; node 0, the initial owner, is first in its
@@ -493,8 +507,8 @@ TEST(TwoLevel, ATokenBetweenNodesCostsItsNodeEntriesCpu) {
   one.net.node_scan_time = 3 * ns;
   const raw_results r1 = run_two_level(one);
   ASSERT_EQ(r1.waits.size(), 1u);
-  EXPECT_EQ(r1.waits[0], net_a().transit(tally::protocol::node_request_bytes) + net_a().transit(token_bytes(4)) +
-                             2 * 4 * 7 * ns);
+  EXPECT_EQ(r1.waits[0], net_a().transit(tally::protocol::node_request_bytes) + net_a().transit(words * 4) +
+                             2 * words * 7 * ns);
 }
 
 TEST(TwoLevel, WaitGrowsWithThePassBound) {

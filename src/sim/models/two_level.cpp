@@ -5,7 +5,8 @@
 namespace tally::sim {
 
 two_level::two_level(std::int32_t n, const std::vector<std::int32_t>&, const run_config& cfg)
-    : r_(cfg.ranks_per_node > 0 ? cfg.ranks_per_node : 1), k_(0), local_grant_(cfg.local_grant) {
+    : r_(cfg.ranks_per_node > 0 ? cfg.ranks_per_node : 1), k_(0), local_grant_(cfg.local_grant),
+      form_(cfg.node_token) {
   if (n % r_ != 0)
     throw error(errc::arg, "tally-sim: two-level needs --ranks-per-node to divide --ranks (" + std::to_string(n) +
                                " ranks, " + std::to_string(r_) + " per node)");
@@ -29,6 +30,8 @@ two_level::two_level(std::int32_t n, const std::vector<std::int32_t>&, const run
                         node_of_, members);
     nodes_.back().reset(0);
   }
+  news_.resize(static_cast<std::size_t>(k_));
+  marks_.assign(static_cast<std::size_t>(k_), 0);
 }
 
 std::uint64_t two_level::local_entries(const raw_results&) const noexcept {

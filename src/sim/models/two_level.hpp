@@ -7,8 +7,11 @@
 //   - a grant to another rank of the node: no message, the waiter enters
 //     `local_grant` later (the shared-memory store it spins on; calibrated from the
 //     runtime's measured intra-node handoff, docs/simulator.md);
-//   - the token (LN and queue over K nodes, 4K bytes) to one rank: a message;
-//   - REQUEST(seq, requester), 16 bytes, to the leader (local rank 0) of each of the
+//   - the token to one rank: a message, encoded by the runtime's codec (a delta
+//     where the receiver's LN copy is recent, else LN and queue over K nodes, 4K
+//     bytes, plus the trail: core/token_layout.hpp) and decoded into the receiver's
+//     copy; each end pays node_entry_time per 4-byte word;
+//   - REQUEST(seq, requester, copy), 24 bytes, to the leader (local rank 0) of each of the
 //     other K-1 nodes: a multicast, in the cohort's broadcast order, as the runtime
 //     sends it.
 // Costs the runtime has and this model leaves out: the node spinlock's cache-line
@@ -17,12 +20,14 @@
 // The token starts idle on node 0.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/cohort.hpp"
+#include "core/token_codec.hpp"
 #include "core/token_layout.hpp"
 #include "sim/des.hpp"
 #include "sim/run.hpp"
@@ -41,6 +46,12 @@ class two_level {
   bool sink(std::int32_t) const noexcept { return false; }
   void prefetch(std::int32_t, std::int32_t) const noexcept {}
   std::int64_t token_entries() const noexcept { return k_; }
+  std::int64_t token_words() const noexcept {
+    return flight_ ? static_cast<std::int64_t>(flight_->wire.size() / protocol::token_layout::unit) : 0;
+  }
+  // Tokens sent as a delta so far, and their bytes.
+  std::uint64_t delta_tokens() const noexcept { return deltas_; }
+  std::uint64_t delta_bytes() const noexcept { return delta_bytes_; }
   // Entries that cost no message: re-entries of an idle holder and local grants.
   std::uint64_t local_entries(const raw_results&) const noexcept;
 
@@ -71,16 +82,24 @@ class two_level {
     }
     if (m.kind == msg_kind::request) {
       const auto requester = static_cast<std::int32_t>(m.val & requester_mask);
-      const protocol::cohort_step s = c.on_request(l, protocol::rank_t(requester), protocol::seq_t(m.val >> requester_bits));
+      const protocol::seq_t seq(m.val >> requester_bits);
+      const request_news& news = news_[static_cast<std::size_t>(requester / r_)];
+      const std::uint64_t copy = news.seq == seq ? news.copy : 0;  // 0: always safe
+      const protocol::cohort_step s = c.on_request(l, protocol::rank_t(requester), seq, copy);
       check(s, m.to, "REQUEST");
       carry(e, k, l, s, false);  // an idle holder's handoff: no scan (cohort::on_request)
       return;
     }
     if (!flight_ || flight_to_ != m.to)
       fail("token delivered to rank " + std::to_string(m.to) + " but it is not in flight there");
-    const flight f = std::move(*flight_);
+    const std::span<protocol::ln_t> ln = c.ln_inbox();
+    std::uint64_t hop = 0;
+    if (!protocol::decode_node_token(flight_->wire, frame(), static_cast<std::size_t>(k), *c.state().hop, ln, queue_,
+                                     hop, route_, {}, marks_))
+      fail("the token to rank " + std::to_string(m.to) + " does not decode");
+    spare_wire_ = std::move(flight_->wire);
     flight_.reset();
-    const protocol::cohort_step s = c.on_token(l, f.ln, f.queue);
+    const protocol::cohort_step s = c.on_token(l, ln, queue_, {hop, route_});
     check(s, m.to, "token");
     carry(e, k, l, s, true);
   }
@@ -96,9 +115,15 @@ class two_level {
   static constexpr std::uint64_t requester_mask = (std::uint64_t{1} << requester_bits) - 1;
 
   struct flight {
-    std::vector<protocol::ln_t> ln;
-    std::vector<protocol::rank_t> queue;
+    std::vector<std::byte> wire;
   };
+  // A node's latest REQUEST: the move of its LN copy, which the message value has no
+  // room for (an older REQUEST of the node, arriving late, says 0).
+  struct request_news {
+    protocol::seq_t seq{};
+    std::uint64_t copy = 0;
+  };
+  protocol::token_frame frame() const noexcept { return {static_cast<std::size_t>(k_), node_of_}; }
 
   template <class E>
   // `scanned`: a token s sends comes from a release, after its scan of K entries.
@@ -115,16 +140,26 @@ class two_level {
     if (s.act.token_to.value() >= 0) {
       if (flight_) fail("node " + std::to_string(k) + " sends a second token");
       const protocol::cohort_view& v = c.state();
-      flight f{std::vector<protocol::ln_t>(v.ln, v.ln + k_), {}};
-      for (std::int32_t q = 0; q < v.h->tq_len; ++q) f.queue.push_back(protocol::rank_t(v.tq[q]));
+      flight f{std::move(spare_wire_)};
+      f.wire.resize(protocol::node_token::bytes(static_cast<std::size_t>(k_)));
+      const std::size_t len = protocol::encode_node_token(
+          frame(), {v.ln, static_cast<std::size_t>(k_)}, {v.tq, static_cast<std::size_t>(v.h->tq_len)},
+          static_cast<std::size_t>(node_of_[static_cast<std::size_t>(s.act.token_to.value())]), c.trail(),
+          c.since_of(s.act.token_to), {}, f.wire, form_);
+      f.wire.resize(len);
+      if (protocol::node_token_form(f.wire) != protocol::node_token::full) {
+        ++deltas_;
+        delta_bytes_ += len;
+      }
       flight_ = std::move(f);
       flight_to_ = s.act.token_to.value();
-      e.send_ahead(self, flight_to_, msg_kind::token, token_bytes(k_), scanned);
+      e.send_ahead(self, flight_to_, msg_kind::token, len, scanned);
     }
     if (s.act.broadcast) {
       std::vector<std::int32_t> to = e.borrow_list();
       // The other leaders, in the cohort's order (as the runtime sends them).
       for (const std::int32_t j : c.broadcast_order()) to.push_back(j * r_);
+      news_[static_cast<std::size_t>(k)] = {s.act.seq, s.act.copy};
       const auto val = s.act.seq.value() << requester_bits | static_cast<std::uint64_t>(s.act.requester.value());
       e.multicast(self, msg_kind::request, protocol::node_request_bytes, std::move(to), val);
     }
@@ -141,6 +176,13 @@ class two_level {
   std::vector<protocol::cohort> nodes_;
   std::optional<flight> flight_;
   std::int32_t flight_to_ = -1;
+  std::vector<std::byte> spare_wire_;
+  std::vector<request_news> news_;     // per node
+  std::vector<protocol::rank_t> queue_;  // the token being taken in
+  std::array<std::int32_t, protocol::node_token::route> route_{};
+  std::vector<std::uint8_t> marks_;      // the codec's scratch, K zero bytes
+  std::uint64_t deltas_ = 0, delta_bytes_ = 0;
+  protocol::token_form form_;
 };
 
 }  // namespace tally::sim

@@ -25,7 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const rank_t self(static_cast<std::int32_t>(in.below(static_cast<std::uint32_t>(n))));
   const std::size_t payload_bytes = in.below(16);
   const bool exact = in.take<std::uint8_t>() % 8 != 0;  // mostly the right size
-  constexpr std::size_t header = 4;  // the four bytes read above
+  const std::uint64_t copy = in.below(24);  // the node token's receiver: its copy's move
+  constexpr std::size_t header = 5;  // the five bytes read above
   const std::uint8_t* rest = data + (size < header ? size : header);
   const std::size_t rest_size = size < header ? 0 : size - header;
   // Mostly the length every token of n entries has.
@@ -117,7 +118,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // move (none the receiver at its head), a well-formed queue, LN 0 where not
   // carried; a full token re-encodes to the same bytes.
   {
-    const std::uint64_t copy = in.below(24);
     std::vector<ln_t> ln(static_cast<std::size_t>(n), 7);
     std::vector<rank_t> queue;
     std::uint64_t hop = 0;

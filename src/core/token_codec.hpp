@@ -70,7 +70,7 @@ bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::siz
 // node_token::route of them. A node keeps its LN after it sends the token (its copy
 // is then that move's LN); a token to it need only carry the entries changed since,
 // which are the senders' own (each node changes only its own entry, while it holds
-// the token). docs/design.md ("Transport") gives the argument.
+// the token). docs/design.md ("Two-level lock", delta tokens) gives the argument.
 struct token_trail {
   std::uint64_t hop = 0;                // moves between nodes, the one carrying it included
   std::span<const std::int32_t> route;  // node_token::route entries: route[i] sent move hop - i

@@ -46,7 +46,7 @@ struct token_layout {
 //   delta body      since (64 bits), the queue's length q, its q ranks, then d pairs
 //                   (node j, LN[j]): the distinct senders of the moves since+1..hop
 //                   but the receiver, where the receiver's own LN is its copy from
-//                   move `since` (docs/design.md, "Transport")
+//                   move `since` (docs/design.md, "Two-level lock", delta tokens)
 // The delta is sent when the route reaches back to the receiver's copy and (by
 // default: protocol::token_form) it is no longer than the full body.
 struct node_token {

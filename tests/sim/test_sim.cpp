@@ -437,7 +437,9 @@ TEST(TwoLevel, KMinusOneRequestsPerNodeRequestAndNoMessageInsideANode) {
         const std::uint64_t deltas = e.model().delta_tokens(), delta_bytes = e.model().delta_bytes();
         EXPECT_EQ(r.bytes[static_cast<std::size_t>(msg_kind::token)],
                   (tokens - deltas) * node_token::full_bytes(k) + delta_bytes);
-        if (k < 5) EXPECT_EQ(deltas, 0u);
+        if (k < 5) {
+          EXPECT_EQ(deltas, 0u);
+        }
         EXPECT_LE(delta_bytes, deltas * node_token::full_bytes(k));  // none longer
         EXPECT_GE(delta_bytes, deltas * node_token::delta_bytes(0, 1));
         if (k == 8) deltas_at_8 += deltas;

@@ -46,6 +46,13 @@ TALLY_PER_ENTRY void read_slots(const std::byte* buf, ln_t* ln, std::size_t n) n
   for (std::size_t j = 0; j < n; ++j) ln[j] = get_le<ln_t>(buf + layout::slot_offset(j));
 }
 
+// The payload, then zeros up to a whole unit; returns the bytes written.
+std::size_t put_payload(std::span<const std::byte> payload, std::byte* p) noexcept {
+  if (!payload.empty()) std::memcpy(p, payload.data(), payload.size());
+  std::memset(p + payload.size(), 0, layout::padded(payload.size()) - payload.size());
+  return layout::padded(payload.size());
+}
+
 template <class QueueAt>
 std::size_t encode_parts(const token_frame& f, std::span<const ln_t> ln, std::size_t len, QueueAt queue_at,
                          std::size_t to, std::span<const std::byte> payload, std::byte* buf) noexcept {
@@ -59,9 +66,7 @@ std::size_t encode_parts(const token_frame& f, std::span<const ln_t> ln, std::si
     link = f.slot(e);
   }
   put_le<std::int32_t>(buf + layout::slot_offset(link), layout::end);
-  std::byte* pay = buf + layout::payload_offset(n);
-  if (!payload.empty()) std::memcpy(pay, payload.data(), payload.size());
-  std::memset(pay + payload.size(), 0, layout::padded(payload.size()) - payload.size());
+  put_payload(payload, buf + layout::payload_offset(n));
   return layout::bytes(n, payload.size());
 }
 }  // namespace
@@ -133,11 +138,6 @@ std::size_t put_trail(token_trail trail, std::int32_t form, std::byte* p) noexce
   return node_layout::trail_bytes;
 }
 
-std::size_t put_payload(std::span<const std::byte> payload, std::byte* p) noexcept {
-  if (!payload.empty()) std::memcpy(p, payload.data(), payload.size());
-  std::memset(p + payload.size(), 0, layout::padded(payload.size()) - payload.size());
-  return layout::padded(payload.size());
-}
 }  // namespace
 
 std::optional<token_form> parse_token_form(std::string_view name) noexcept {
@@ -270,8 +270,7 @@ bool decode_node_token(std::span<const std::byte> buf, const token_frame& f, std
     const auto j = get_le<std::int32_t>(pairs + 2 * layout::unit * k);
     if (j >= 0 && static_cast<std::size_t>(j) < n) marks[static_cast<std::size_t>(j)] = 0;
   }
-  for (std::size_t i = 0; i < std::min<std::uint64_t>(hop - since, node_layout::route); ++i)
-    marks[static_cast<std::size_t>(route[i])] = 0;
+  for (std::size_t i = 0; i < hop - since; ++i) marks[static_cast<std::size_t>(route[i])] = 0;
   if (!ok) return malformed();
   for (std::size_t k = 0; k < d; ++k)
     ln[static_cast<std::size_t>(get_le<std::int32_t>(pairs + 2 * layout::unit * k))] =

@@ -127,10 +127,7 @@ struct node_hop_bench {
     const cohort_step asked = nodes[r].lock(0);
     const cohort_step s = nodes[h].on_request(0, rank_t(r), asked.act.seq, delta ? asked.act.copy : 0);
     if (s.act.token_to != rank_t(r)) throw std::logic_error("no handoff");
-    const cohort_view& v = nodes[h].state();
-    const std::size_t len =
-        encode_node_token(frame, {v.ln, frame.n}, {v.tq, static_cast<std::size_t>(v.h->tq_len)},
-                          static_cast<std::size_t>(r), nodes[h].trail(), nodes[h].since_of(rank_t(r)), {}, buf);
+    const std::size_t len = nodes[h].encode_token(rank_t(r), {}, buf);
     // As the runtime takes it in: LN decoded straight into the node's state.
     const std::span<ln_t> ln = nodes[r].ln_inbox();
     std::uint64_t hop = 0;

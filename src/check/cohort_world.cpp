@@ -108,12 +108,10 @@ std::optional<std::string> cohort_world::wire_check(std::int32_t from, in_flight
   const protocol::cohort receiver = node(j);
   const protocol::token_frame frame{static_cast<std::size_t>(nodes()), shape_->node_of};
   wire.resize(protocol::node_token::bytes(frame.n));
-  const std::span<const std::int32_t> tq(c.state().tq, f.queue.size());
   // Every third move the full body, else a delta wherever it is exact: both bodies,
   // and each after the other, on the runs the checks explore.
   const protocol::token_form form = f.hop % 3 == 0 ? protocol::token_form::full : protocol::token_form::delta;
-  wire.resize(protocol::encode_node_token(frame, f.ln, tq, static_cast<std::size_t>(j), c.trail(), c.since_of(f.to), {},
-                                          wire, form));
+  wire.resize(c.encode_token(f.to, {}, wire, form));
   f.form = protocol::node_token_form(wire);
   ln.assign(receiver.state().ln, receiver.state().ln + nodes());
   marks.assign(frame.n, 0);

@@ -281,6 +281,14 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq, std
   return s;
 }
 
+std::size_t cohort::encode_token(rank_t to, std::span<const std::byte> payload, std::span<std::byte> out,
+                                 token_form form) const noexcept {
+  const auto k = static_cast<std::size_t>(shape_.nodes);
+  const auto node = static_cast<std::size_t>(node_of(to));
+  return encode_node_token({k, node_of_}, {v_.ln, k}, {v_.tq, static_cast<std::size_t>(v_.h->tq_len)}, node, trail(),
+                           v_.since[node], payload, out, form);
+}
+
 cohort_step cohort::on_token(std::int32_t by, std::span<const ln_t> ln, std::span<const rank_t> queue,
                              token_trail trail) {
   if (!local(by)) return {status::bad_rank};

@@ -161,10 +161,13 @@ class cohort {
   // pass it to on_token. Its contents are unspecified after a failed decode or
   // on_token.
   std::span<ln_t> ln_inbox() noexcept { return {v_.ln, static_cast<std::size_t>(shape_.nodes)}; }
-  // What a token this node sends to `to` carries besides LN and queue: its trail,
-  // and the move of `to`'s node's LN copy (encode_node_token).
+  // The token this node holds, as it leaves for global rank `to`: LN, the queue, the
+  // trail and the move of `to`'s node's LN copy, through encode_node_token (`out`
+  // holds node_token::bytes(K, payload.size())). Returns the message's length.
+  std::size_t encode_token(rank_t to, std::span<const std::byte> payload, std::span<std::byte> out,
+                           token_form form = token_form::shorter) const noexcept;
+  // Its trail: the move count and the route (node_token).
   token_trail trail() const noexcept { return {*v_.hop, {v_.route, node_token::route}}; }
-  std::uint64_t since_of(rank_t to) const noexcept { return v_.since[static_cast<std::size_t>(node_of(to))]; }
 
   const cohort_shape& shape() const noexcept { return shape_; }
   const cohort_view& state() const noexcept { return v_; }

@@ -229,13 +229,8 @@ protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::
       for (const std::int32_t j : c.broadcast_order())
         bcast_order_.push_back(static_cast<std::int32_t>(node_->peer_index(j)));
     }
-    if (s.act.token_to.value() >= 0) {
-      const protocol::cohort_view& v = c.state();
-      token_count = transport_.wire().pack(
-          std::span<const protocol::ln_t>(v.ln, static_cast<std::size_t>(node_->nodes())),
-          std::span<const std::int32_t>(v.tq, static_cast<std::size_t>(v.h->tq_len)), s.act.token_to, c.trail(),
-          c.since_of(s.act.token_to), node_->payload(), transport_.stage_token());
-    }
+    if (s.act.token_to.value() >= 0)
+      token_count = transport_.wire().pack(c, s.act.token_to, node_->payload(), transport_.stage_token());
   }
   node_->unlock();
   if (!s.ok()) {

@@ -35,13 +35,9 @@ int wire_format::pack(const protocol::token& t, protocol::rank_t to, std::span<c
                           layout::unit);
 }
 
-int wire_format::pack(std::span<const protocol::ln_t> ln, std::span<const std::int32_t> queue,
-                      protocol::rank_t to, protocol::token_trail trail, std::uint64_t since,
-                      std::span<const std::byte> payload, std::byte* buf) {
-  const protocol::token_frame f = frame();
-  return static_cast<int>(protocol::encode_node_token(f, ln.first(n_), queue, f.slot(to.value()), trail, since,
-                                                      payload.first(payload_bytes_), {buf, bytes()}, form_) /
-                          layout::unit);
+int wire_format::pack(const protocol::cohort& c, protocol::rank_t to, std::span<const std::byte> payload,
+                      std::byte* buf) {
+  return static_cast<int>(c.encode_token(to, payload.first(payload_bytes_), {buf, bytes()}, form_) / layout::unit);
 }
 
 void wire_format::unpack(const std::byte* buf, int count, std::span<std::byte> payload, protocol::token& t) {

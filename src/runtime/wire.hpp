@@ -17,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "core/cohort.hpp"
 #include "core/protocol.hpp"
 #include "core/token_codec.hpp"
 #include "runtime/handles.hpp"
@@ -42,11 +43,9 @@ class wire_format {
   // Writes t and the payload (payload_bytes() bytes) into buf (bytes() long) for
   // rank `to`; returns the message's length in units of type(). Not thread-safe.
   int pack(const protocol::token& t, protocol::rank_t to, std::span<const std::byte> payload, std::byte* buf);
-  // The node topology's (protocol::node_token), from the cohort's parts: LN (n
-  // entries), the queue as ranks (fewer than n), the trail and the move of the
-  // receiver's LN copy (protocol::encode_node_token).
-  int pack(std::span<const protocol::ln_t> ln, std::span<const std::int32_t> queue, protocol::rank_t to,
-           protocol::token_trail trail, std::uint64_t since, std::span<const std::byte> payload, std::byte* buf);
+  // The node topology's (protocol::node_token): the token node `c` holds, in this
+  // lock's form (protocol::cohort::encode_token).
+  int pack(const protocol::cohort& c, protocol::rank_t to, std::span<const std::byte> payload, std::byte* buf);
   // Reads a token of `count` units from buf into t (reusing t's storage) and copies
   // its payload out. LN is as the wire carries it (protocol::ln_t), the entries not
   // carried 0 until the protocol core sets them. A malformed message yields a token

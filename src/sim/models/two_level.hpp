@@ -139,13 +139,9 @@ class two_level {
     }
     if (s.act.token_to.value() >= 0) {
       if (flight_) fail("node " + std::to_string(k) + " sends a second token");
-      const protocol::cohort_view& v = c.state();
       flight f{std::move(spare_wire_)};
       f.wire.resize(protocol::node_token::bytes(static_cast<std::size_t>(k_)));
-      const std::size_t len = protocol::encode_node_token(
-          frame(), {v.ln, static_cast<std::size_t>(k_)}, {v.tq, static_cast<std::size_t>(v.h->tq_len)},
-          static_cast<std::size_t>(node_of_[static_cast<std::size_t>(s.act.token_to.value())]), c.trail(),
-          c.since_of(s.act.token_to), {}, f.wire, form_);
+      const std::size_t len = c.encode_token(s.act.token_to, {}, f.wire, form_);
       f.wire.resize(len);
       if (protocol::node_token_form(f.wire) != protocol::node_token::full) {
         ++deltas_;

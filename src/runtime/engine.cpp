@@ -27,8 +27,6 @@ constexpr std::uint32_t lone_node_poll_every = 128;
 
 }  // namespace
 
-void fail(errc code, const std::string& what) { throw error(code, "tally: " + what); }
-
 // --- messages ----------------------------------------------------------------------
 
 void engine::execute(const protocol::step& s, const char* event) {

@@ -48,9 +48,6 @@
 
 namespace tally::detail {
 
-// Throws tally::error(code) whose message is "tally: " + what.
-[[noreturn]] void fail(errc code, const std::string& what);
-
 class engine : public std::enable_shared_from_this<engine> {
  public:
   using clock = std::chrono::steady_clock;

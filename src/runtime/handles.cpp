@@ -2,6 +2,8 @@
 
 namespace tally::detail {
 
+void fail(errc code, const std::string& what, int mpi_error) { throw error(code, "tally: " + what, mpi_error); }
+
 void check_mpi(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
   char msg[MPI_MAX_ERROR_STRING] = {};
@@ -9,9 +11,7 @@ void check_mpi(int rc, const char* what) {
   int cls = rc;
   MPI_Error_class(rc, &cls);
   MPI_Error_string(rc, msg, &len);
-  throw error(errc::mpi,
-              std::string("tally: ") + what + " failed: " + std::string(msg, static_cast<std::size_t>(len)),
-              cls);
+  fail(errc::mpi, std::string(what) + " failed: " + std::string(msg, static_cast<std::size_t>(len)), cls);
 }
 
 bool mpi_usable() noexcept {

@@ -14,6 +14,10 @@
 
 namespace tally::detail {
 
+// Throws tally::error(code, "tally: " + what, mpi_error): every error the runtime
+// raises goes through here.
+[[noreturn]] void fail(errc code, const std::string& what, int mpi_error = 0);
+
 // Throws tally::error(errc::mpi) naming `what` and MPI's error string unless rc is
 // MPI_SUCCESS.
 void check_mpi(int rc, const char* what);

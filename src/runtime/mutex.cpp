@@ -59,16 +59,16 @@ std::span<std::byte> payload_view::bytes() const { return engine_->payload(entry
 void payload_view::read(std::size_t offset, std::span<std::byte> dst) const {
   const std::span<std::byte> p = bytes();
   if (offset > p.size() || dst.size() > p.size() - offset)
-    throw error(errc::arg, "tally: payload read of " + std::to_string(dst.size()) + " bytes at " +
-                               std::to_string(offset) + " exceeds its " + std::to_string(p.size()) + " bytes");
+    detail::fail(errc::arg, "payload read of " + std::to_string(dst.size()) + " bytes at " +
+                                std::to_string(offset) + " exceeds its " + std::to_string(p.size()) + " bytes");
   std::memcpy(dst.data(), p.data() + offset, dst.size());
 }
 
 void payload_view::write(std::size_t offset, std::span<const std::byte> src) const {
   const std::span<std::byte> p = bytes();
   if (offset > p.size() || src.size() > p.size() - offset)
-    throw error(errc::arg, "tally: payload write of " + std::to_string(src.size()) + " bytes at " +
-                               std::to_string(offset) + " exceeds its " + std::to_string(p.size()) + " bytes");
+    detail::fail(errc::arg, "payload write of " + std::to_string(src.size()) + " bytes at " +
+                                std::to_string(offset) + " exceeds its " + std::to_string(p.size()) + " bytes");
   std::memcpy(p.data() + offset, src.data(), src.size());
 }
 void mutex::free() { engine_->free(); }
@@ -88,9 +88,9 @@ lock_request mutex::lock_async() {
 namespace {
 // The engine of a request's mutex, alive for the duration of the call.
 std::shared_ptr<detail::engine> engine_of(const std::shared_ptr<detail::acquisition>& a) {
-  if (!a) throw error(errc::state, "tally: lock_request: empty request (default-constructed or moved from)");
+  if (!a) detail::fail(errc::state, "lock_request: empty request (default-constructed or moved from)");
   std::shared_ptr<detail::engine> e = a->eng.lock();
-  if (!e) throw error(errc::state, "tally: lock_request: its mutex was destroyed");
+  if (!e) detail::fail(errc::state, "lock_request: its mutex was destroyed");
   return e;
 }
 }  // namespace

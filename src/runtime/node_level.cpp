@@ -52,9 +52,9 @@ bool node_level::open(MPI_Comm comm, int rank, int n, std::uint32_t pass_bound, 
     check_mpi(MPI_Iallreduce(&failed_step, &worst, 1, MPI_INT, MPI_MAX, comm, &req), "MPI_Iallreduce(topology)");
     wait(req, "MPI_Iallreduce(topology)");
     if (worst == ok) return;
-    throw error(errc::mpi, std::string("tally: topology node: ") + step_name(worst) +
-                               (failed_step ? " failed on this rank: " + why : " failed on another rank") +
-                               "; use topology flat on this communicator");
+    fail(errc::mpi, std::string("topology node: ") + step_name(worst) +
+                        (failed_step ? " failed on this rank: " + why : " failed on another rank") +
+                        "; use topology flat on this communicator");
   };
   auto attempt = [&](int rc, const char* what) {
     if (rc == MPI_SUCCESS) return true;
@@ -93,7 +93,7 @@ bool node_level::open(MPI_Comm comm, int rank, int n, std::uint32_t pass_bound, 
   for (int r = 0; r < n; ++r)
     if (node_of_[static_cast<std::size_t>(r)] == node_) members_.push_back(r);
   if (static_cast<int>(members_.size()) != locals || members_[static_cast<std::size_t>(local_)] != rank)
-    throw error(errc::mpi, "tally: topology node: the shared-memory split disagrees with the rank order");
+    fail(errc::mpi, "topology node: the shared-memory split disagrees with the rank order");
   if (shared_only && nodes() == n) {  // every rank has its own node: nothing to share
     node_comm_.free("MPI_Comm_free(node)");
     leaders_.clear();

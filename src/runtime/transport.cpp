@@ -88,8 +88,8 @@ transport::arrivals transport::test() {
       int chars = 0;
       MPI_Get_count(&done_status_[c], MPI_CHAR, &chars);
       const std::string text(fault_in_.data(), static_cast<std::size_t>(std::max(chars, 0)));
-      throw error(errc::mpi, "tally: rank " + std::to_string(done_status_[c].MPI_SOURCE) +
-                                 " of this mutex failed and made it unusable on every rank: " + text);
+      fail(errc::mpi, "rank " + std::to_string(done_status_[c].MPI_SOURCE) +
+                          " of this mutex failed and made it unusable on every rank: " + text);
     }
     const words& w = request_bufs_[idx - first_request];
     // The requester: the sender (flat), or the word it names (node topology).

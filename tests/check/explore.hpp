@@ -33,6 +33,29 @@
 
 namespace tally::check::explore {
 
+// One edge of the state graph as its replay line (check/replay.hpp). Id: a rank's
+// or node's integer type; Seq: a REQUEST sequence's (a model picks the narrowest).
+template <class Id, class Seq>
+struct trace_move {
+  enum class kind : std::uint8_t { none, request, withdraw, deliver, token, exit };
+  kind what = kind::none;
+  Id a = 0, b = 0;  // request/withdraw/exit: rank a; deliver: a's REQUEST to b
+  Seq seq = 0;      // deliver: the REQUEST's sequence
+
+  std::string line() const {
+    switch (what) {
+      case kind::none: return "";
+      case kind::request: return "request " + std::to_string(a);
+      case kind::withdraw: return "withdraw " + std::to_string(a);
+      case kind::deliver:
+        return "deliver " + std::to_string(a) + " " + std::to_string(b) + " " + std::to_string(seq);
+      case kind::token: return "token";
+      case kind::exit: return "exit " + std::to_string(a);
+    }
+    return "";
+  }
+};
+
 // Keys packed end to end in one buffer, open addressing over (hash tag, id) slots.
 // Ids are dense, in insertion order.
 class visited_set {

@@ -45,25 +45,8 @@ struct bounds {
   bool trail = true;              // states differ by the token's trail and LN copies
 };
 
-struct move {
-  enum class kind : std::uint8_t { none, request, withdraw, deliver, token, exit };
-  kind what = kind::none;
-  std::int32_t a = 0, b = 0;  // request/withdraw/exit: rank a; deliver: requester a -> node b
-  std::uint64_t seq = 0;
-
-  std::string line() const {
-    switch (what) {
-      case kind::none: return "";
-      case kind::request: return "request " + std::to_string(a);
-      case kind::withdraw: return "withdraw " + std::to_string(a);
-      case kind::deliver:
-        return "deliver " + std::to_string(a) + " " + std::to_string(b) + " " + std::to_string(seq);
-      case kind::token: return "token";
-      case kind::exit: return "exit " + std::to_string(a);
-    }
-    return "";
-  }
-};
+// One edge of the state graph; deliver: REQUEST from rank a to node b.
+using move = tally::check::explore::trace_move<std::int32_t, std::uint64_t>;
 
 using measure = std::array<std::uint64_t, 4>;
 

@@ -42,26 +42,8 @@ struct bounds {
   std::int32_t owner = 0;
 };
 
-// One edge of the state graph, in replay-trace terms.
-struct move {
-  enum class kind : std::uint8_t { none, request, withdraw, deliver, token, exit };
-  kind what = kind::none;
-  std::uint8_t a = 0, b = 0;  // request/withdraw/exit: a; deliver: a -> b
-  std::uint32_t seq = 0;      // deliver: the REQUEST's sequence
-
-  std::string line() const {
-    switch (what) {
-      case kind::none: return "";
-      case kind::request: return "request " + std::to_string(a);
-      case kind::withdraw: return "withdraw " + std::to_string(a);
-      case kind::deliver:
-        return "deliver " + std::to_string(a) + " " + std::to_string(b) + " " + std::to_string(seq);
-      case kind::token: return "token";
-      case kind::exit: return "exit " + std::to_string(a);
-    }
-    return "";
-  }
-};
+// One edge of the state graph; deliver: REQUEST from rank a to rank b.
+using move = tally::check::explore::trace_move<std::uint8_t, std::uint32_t>;
 
 // Lexicographic (lock budget left, requesting ranks, pending REQUESTs, ranks in
 // CS, armed requesters). Every step decreases it: lock spends budget; a token

@@ -50,23 +50,6 @@ cohort_world::cohort_world(std::vector<std::int32_t> sizes, std::int32_t owner_n
   }
 }
 
-std::uint8_t* cohort_world::block(std::int32_t k) const {
-  return reinterpret_cast<std::uint8_t*>(mem_.data()) + shape_->stride * static_cast<std::size_t>(k);
-}
-
-protocol::cohort cohort_world::node(std::int32_t k) const {
-  // Every block is laid out for the widest node; node k uses its first sizes[k]
-  // local entries.
-  const shape& sh = *shape_;
-  const auto ku = static_cast<std::size_t>(k);
-  // The constructor checked every node's shape once (trusted from then on).
-  return protocol::cohort({nodes(), k, sh.sizes[ku], sh.bound}, protocol::cohort_view::at(block(k), sh.layout),
-                          sh.node_of,
-                          std::span<const std::int32_t>(sh.ranks).subspan(static_cast<std::size_t>(sh.first[ku]),
-                                                                          static_cast<std::size_t>(sh.sizes[ku])),
-                          protocol::cohort::trusted{});
-}
-
 cohort_world::phase cohort_world::phase_of(rank_t r) const {
   const std::int32_t k = node_of(r);
   const std::int32_t i = local_of(r);

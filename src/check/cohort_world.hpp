@@ -108,7 +108,9 @@ class cohort_world {
     std::array<std::int32_t, protocol::node_token::route> route{};
     std::int32_t form = 0;           // the body sent (protocol::node_token_form)
   };
-  std::uint8_t* block(std::int32_t k) const;
+  std::uint8_t* block(std::int32_t k) const {
+    return reinterpret_cast<std::uint8_t*>(mem_.data()) + shape_->stride * static_cast<std::size_t>(k);
+  }
   verdict carry(std::int32_t k, const protocol::cohort_step& s, const char* what, rank_t at);
   // Encodes the token node `from` (view c) sends and decodes it as its receiver
   // would; the first difference from what f carries, or nullopt. Sets f.form.
@@ -133,5 +135,18 @@ class cohort_world {
   std::uint64_t messages_ = 0;
   std::uint32_t streak_ = 0;
 };
+
+inline protocol::cohort cohort_world::node(std::int32_t k) const {
+  // Every block is laid out for the widest node; node k uses its first sizes[k]
+  // local entries. The constructor checked every node's shape once (trusted from
+  // then on).
+  const shape& sh = *shape_;
+  const auto ku = static_cast<std::size_t>(k);
+  return protocol::cohort({nodes(), k, sh.sizes[ku], sh.bound}, protocol::cohort_view::at(block(k), sh.layout),
+                          sh.node_of,
+                          std::span<const std::int32_t>(sh.ranks).subspan(static_cast<std::size_t>(sh.first[ku]),
+                                                                          static_cast<std::size_t>(sh.sizes[ku])),
+                          protocol::cohort::trusted{});
+}
 
 }  // namespace tally::check

@@ -9,11 +9,6 @@ namespace {
 
 constexpr std::size_t align8(std::size_t x) noexcept { return (x + 7) & ~std::size_t{7}; }
 
-template <class T>
-T* at(void* base, std::size_t offset) noexcept {
-  return reinterpret_cast<T*>(static_cast<std::byte*>(base) + offset);
-}
-
 }  // namespace
 
 cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcept {
@@ -44,17 +39,6 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
   place(l.counters, r * sizeof(protocol::counters));
   l.bytes = off;
   return l;
-}
-
-cohort_view cohort_view::at(void* base, const cohort_layout& l) noexcept {
-  return {protocol::at<cohort_header>(base, l.header),  protocol::at<seq_t>(base, l.rn),
-          protocol::at<std::int32_t>(base, l.requester), protocol::at<ln_t>(base, l.ln),
-          protocol::at<std::int32_t>(base, l.tq),        protocol::at<std::int32_t>(base, l.lq),
-          protocol::at<std::uint8_t>(base, l.waiting),   protocol::at<std::uint8_t>(base, l.scratch),
-          protocol::at<std::uint64_t>(base, l.hop),      protocol::at<std::int32_t>(base, l.route),
-          protocol::at<std::uint64_t>(base, l.since),
-          protocol::at<std::int32_t>(base, l.order_next), protocol::at<std::int32_t>(base, l.order_prev),
-          protocol::at<counters>(base, l.counters)};
 }
 
 cohort::cohort(cohort_shape shape, cohort_view state, std::span<const std::int32_t> node_of,

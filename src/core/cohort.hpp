@@ -110,6 +110,18 @@ struct cohort_view {
   static cohort_view at(void* base, const cohort_layout& layout) noexcept;
 };
 
+// Inline: the model check makes a view per step and per check.
+inline cohort_view cohort_view::at(void* base, const cohort_layout& l) noexcept {
+  std::byte* const b = static_cast<std::byte*>(base);
+  return {reinterpret_cast<cohort_header*>(b + l.header),   reinterpret_cast<seq_t*>(b + l.rn),
+          reinterpret_cast<std::int32_t*>(b + l.requester), reinterpret_cast<ln_t*>(b + l.ln),
+          reinterpret_cast<std::int32_t*>(b + l.tq),        reinterpret_cast<std::int32_t*>(b + l.lq),
+          reinterpret_cast<std::uint8_t*>(b + l.waiting),   reinterpret_cast<std::uint8_t*>(b + l.scratch),
+          reinterpret_cast<std::uint64_t*>(b + l.hop),      reinterpret_cast<std::int32_t*>(b + l.route),
+          reinterpret_cast<std::uint64_t*>(b + l.since),    reinterpret_cast<std::int32_t*>(b + l.order_next),
+          reinterpret_cast<std::int32_t*>(b + l.order_prev), reinterpret_cast<counters*>(b + l.counters)};
+}
+
 struct cohort_action {
   std::int32_t grant = -1;  // local rank that entered the critical section (the caller
                             // itself, or a waiter to wake)

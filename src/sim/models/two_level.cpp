@@ -50,7 +50,7 @@ void two_level::check(const protocol::cohort_step& s, std::int32_t rank, const c
 void two_level::fail(const std::string& why) { throw invariant_violation("tally-sim (two-level): " + why); }
 
 void two_level::finish_checks(std::uint64_t requests, std::uint64_t tokens, std::uint64_t entries) const {
-  if (flight_) fail("the run ended with the token in flight");
+  if (flight_to_ >= 0) fail("the run ended with the token in flight");
   std::int32_t holders = 0;
   protocol::counters sum{};
   for (std::int32_t k = 0; k < k_; ++k) {

@@ -22,7 +22,6 @@
 
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,7 +46,7 @@ class two_level {
   void prefetch(std::int32_t, std::int32_t) const noexcept {}
   std::int64_t token_entries() const noexcept { return k_; }
   std::int64_t token_words() const noexcept {
-    return flight_ ? static_cast<std::int64_t>(flight_->wire.size() / protocol::token_layout::unit) : 0;
+    return flight_to_ >= 0 ? static_cast<std::int64_t>(wire_.size() / protocol::token_layout::unit) : 0;
   }
   // Tokens sent as a delta so far, and their bytes.
   std::uint64_t delta_tokens() const noexcept { return deltas_; }
@@ -90,15 +89,14 @@ class two_level {
       carry(e, k, l, s, false);  // an idle holder's handoff: no scan (cohort::on_request)
       return;
     }
-    if (!flight_ || flight_to_ != m.to)
+    if (flight_to_ != m.to)
       fail("token delivered to rank " + std::to_string(m.to) + " but it is not in flight there");
     const std::span<protocol::ln_t> ln = c.ln_inbox();
     std::uint64_t hop = 0;
-    if (!protocol::decode_node_token(flight_->wire, frame(), static_cast<std::size_t>(k), *c.state().hop, ln, queue_,
-                                     hop, route_, {}, marks_))
+    if (!protocol::decode_node_token(wire_, frame(), static_cast<std::size_t>(k), *c.state().hop, ln, queue_, hop,
+                                     route_, {}, marks_))
       fail("the token to rank " + std::to_string(m.to) + " does not decode");
-    spare_wire_ = std::move(flight_->wire);
-    flight_.reset();
+    flight_to_ = -1;  // taken in: wire_ is free for the next token
     const protocol::cohort_step s = c.on_token(l, ln, queue_, {hop, route_});
     check(s, m.to, "token");
     carry(e, k, l, s, true);
@@ -114,9 +112,6 @@ class two_level {
   static constexpr int requester_bits = 24;  // n <= 2^24 (tally-sim's limit)
   static constexpr std::uint64_t requester_mask = (std::uint64_t{1} << requester_bits) - 1;
 
-  struct flight {
-    std::vector<std::byte> wire;
-  };
   // A node's latest REQUEST: the move of its LN copy, which the message value has no
   // room for (an older REQUEST of the node, arriving late, says 0).
   struct request_news {
@@ -138,16 +133,14 @@ class two_level {
         e.wake(self, g, msg_kind::grant, local_grant_);
     }
     if (s.act.token_to.value() >= 0) {
-      if (flight_) fail("node " + std::to_string(k) + " sends a second token");
-      flight f{std::move(spare_wire_)};
-      f.wire.resize(protocol::node_token::bytes(static_cast<std::size_t>(k_)));
-      const std::size_t len = c.encode_token(s.act.token_to, {}, f.wire, form_);
-      f.wire.resize(len);
-      if (protocol::node_token_form(f.wire) != protocol::node_token::full) {
+      if (flight_to_ >= 0) fail("node " + std::to_string(k) + " sends a second token");
+      wire_.resize(protocol::node_token::bytes(static_cast<std::size_t>(k_)));
+      const std::size_t len = c.encode_token(s.act.token_to, {}, wire_, form_);
+      wire_.resize(len);
+      if (protocol::node_token_form(wire_) != protocol::node_token::full) {
         ++deltas_;
         delta_bytes_ += len;
       }
-      flight_ = std::move(f);
       flight_to_ = s.act.token_to.value();
       e.send_ahead(self, flight_to_, msg_kind::token, len, scanned);
     }
@@ -170,9 +163,8 @@ class two_level {
   std::vector<std::int32_t> ranks_;    // 0..n-1: node k's members are [kR, (k+1)R)
   std::vector<std::vector<std::uint64_t>> blocks_;  // each node's state
   std::vector<protocol::cohort> nodes_;
-  std::optional<flight> flight_;
-  std::int32_t flight_to_ = -1;
-  std::vector<std::byte> spare_wire_;
+  std::int32_t flight_to_ = -1;      // the rank the token is in flight to; -1: none
+  std::vector<std::byte> wire_;       // its bytes while in flight
   std::vector<request_news> news_;     // per node
   std::vector<protocol::rank_t> queue_;  // the token being taken in
   std::array<std::int32_t, protocol::node_token::route> route_{};

@@ -162,7 +162,8 @@ using explore::slow_reason;
 // 8.6 million instead of 13.5 million, and a minute instead of two): there every
 // token is still encoded and decoded, each from a state reached by some run. The
 // 3 x 2 shape with withdrawals keeps the trail (3.1 million states, 2.6 million
-// without). Without the trail, 3 nodes x 1 rank with budget 2 gave exactly flat SK's
+// without). With the trail the other two passed by hand (design.md, "Two-level
+// lock": 13.5 million states, 8 GB each). Without the trail, 3 nodes x 1 rank with budget 2 gave exactly flat SK's
 // 3-rank count, 58,973.
 TEST(CohortModelCheck, TwoByTwoBoundOne) { check({2, 2, 1, 3, false}, 113'282); }
 TEST(CohortModelCheck, TwoByTwoBoundTwo) { check({2, 2, 2, 3, false}, 120'234); }

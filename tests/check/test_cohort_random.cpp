@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "check/cohort_world.hpp"
+#include "seeds.hpp"
 
 namespace {
 
@@ -166,7 +167,7 @@ void run_seeds(std::uint64_t first, std::uint64_t count, std::int32_t max_nodes,
   EXPECT_GT(t.tokens, 0u);
 }
 
-TEST(CohortRandomSchedules, SmallShapes) { run_seeds(1, 2000, 3, 3); }
-TEST(CohortRandomSchedules, LargeShapes) { run_seeds(50'001, 1500, 8, 8); }
+TEST(CohortRandomSchedules, SmallShapes) { run_seeds(1, 2000 * tally::check::seed_scale(), 3, 3); }
+TEST(CohortRandomSchedules, LargeShapes) { run_seeds(50'001, 1500 * tally::check::seed_scale(), 8, 8); }
 
 }  // namespace

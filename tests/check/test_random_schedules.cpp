@@ -25,6 +25,7 @@
 
 #include "check/replay.hpp"
 #include "check/world.hpp"
+#include "seeds.hpp"
 
 namespace {
 
@@ -312,8 +313,8 @@ constexpr std::uint64_t seed_divisor = 1;
 constexpr std::uint64_t seed_divisor = 10;
 #endif
 
-TEST(RandomSchedules, SmallGroups) { run_seeds(1, 3000 / seed_divisor, 2, 5); }
-TEST(RandomSchedules, LargeGroups) { run_seeds(100'001, 1000 / seed_divisor, 6, 16); }
+TEST(RandomSchedules, SmallGroups) { run_seeds(1, 3000 / seed_divisor * tally::check::seed_scale(), 2, 5); }
+TEST(RandomSchedules, LargeGroups) { run_seeds(100'001, 1000 / seed_divisor * tally::check::seed_scale(), 6, 16); }
 
 // A recorded run is a valid trace: the replayer takes every step and every
 // invariant holds, which cross-checks the recorder and the replayer.

@@ -193,7 +193,10 @@ class engine : public std::enable_shared_from_this<engine> {
   unlock_pacing pacing_;
   bool live_ = true;
   std::exception_ptr fault_;        // an MPI failure, here or on another rank (fault())
+  // One offset sample of the timeline's clock (collective over comm).
+  void sync_trace_clock(MPI_Comm comm);
   trace_log trace_;                 // the handoff timeline, off unless asked for
+  bool all_traced_ = false;         // every rank traces: its clock is synced
   std::uint64_t traced_local_ = 0;  // local entries counted when the last enter was traced
   std::vector<std::byte> payload_;  // the token's payload while held here
   protocol::token spare_;           // storage for unpacking, recycled from sent tokens

@@ -145,11 +145,14 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   opts_.topology = resolve_topology(opts.topology);
   const auto topo = static_cast<long long>(opts_.topology);
   const auto bound = static_cast<long long>(opts.pass_bound);
-  long long mine[9] = {local ? static_cast<long long>(local->code()) : 0, payload, -payload,
-                       opts.initial_owner, -static_cast<long long>(opts.initial_owner), topo, -topo,
-                       bound, -bound};
-  long long agreed[9];
-  check_mpi(MPI_Iallreduce(mine, agreed, 9, MPI_LONG_LONG, MPI_MAX, dup.get(), &req),
+  if (opts_.trace.empty())
+    if (const char* dir = std::getenv("TALLY_TRACE")) opts_.trace = dir;
+  const long long traced = opts_.trace.empty() ? 0 : 1;
+  long long mine[10] = {local ? static_cast<long long>(local->code()) : 0, payload, -payload,
+                        opts.initial_owner, -static_cast<long long>(opts.initial_owner), topo, -topo,
+                        bound, -bound, -traced};
+  long long agreed[10];
+  check_mpi(MPI_Iallreduce(mine, agreed, 10, MPI_LONG_LONG, MPI_MAX, dup.get(), &req),
             "MPI_Iallreduce(options)");
   wait_progressing(req, "MPI_Iallreduce(options)", false);
   if (local) throw *local;
@@ -167,10 +170,11 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   const unsigned k = ++created;
   if (opts_.name.empty()) opts_.name = "mutex #" + std::to_string(k);
   wait_warning_ = wait_warning(opts_);
-  if (opts_.trace.empty())
-    if (const char* dir = std::getenv("TALLY_TRACE")) opts_.trace = dir;
   trace_.open(opts_.trace, opts_.name, rank_, size_);
   transport_.set_trace(&trace_);
+  // The timeline's clock offsets, where every rank traces (a collective).
+  all_traced_ = agreed[9] == -1;
+  if (all_traced_) sync_trace_clock(dup.get());
   if (opts_.topology != topology::flat) {
     // Node topology: the shared-memory level. `automatic` keeps it only where some
     // node holds two or more ranks, and falls back to flat where it cannot be built.
@@ -238,6 +242,14 @@ void engine::wait_progressing(MPI_Request& req, const char* what, bool own) {
     if (own) progress_locked();
     registry::poll_others(this);
   }
+}
+
+void engine::sync_trace_clock(MPI_Comm comm) {
+  int domain = 0;
+  const clock_sample s = sync_clock(trace_.clock(), comm, tag_clock,
+                                    [this](MPI_Request& r, const char* what) { wait_progressing(r, what, false); },
+                                    domain);
+  trace_.add_sample(s, domain);
 }
 
 void engine::free_faulted_locked() {
@@ -333,6 +345,7 @@ void engine::free(bool at_finalize) {
     }
     check_mpi(MPI_Ibarrier(transport_.comm(), &req), "MPI_Ibarrier(free)");
     wait_progressing(req, "MPI_Ibarrier(free)", false);
+    if (all_traced_) sync_trace_clock(transport_.comm());
     // Nothing can arrive any more: retire the posted receives.
     transport_.cancel_receives();
     if (node_) {

@@ -59,8 +59,16 @@ void trace_log::open(const std::string& dir, const std::string& mutex_name, int 
   events_.resize(capacity);
   used_ = 0;
   dropped_ = 0;
-  origin_ = std::chrono::steady_clock::now();
+  clock_ = trace_clock(rank);
+  sampled_ = 0;
+  domain_ = -1;
   on_ = true;
+}
+
+void trace_log::add_sample(const clock_sample& s, int domain) noexcept {
+  if (!on_ || sampled_ == 2) return;
+  samples_[sampled_++] = s;
+  domain_ = domain;
 }
 
 void trace_log::flush() noexcept {
@@ -71,12 +79,22 @@ void trace_log::flush() noexcept {
     std::fprintf(stderr, "tally: cannot write the trace %s: %s\n", path_.c_str(), std::strerror(errno));
     return;
   }
-  std::fprintf(f, "{\"tally_trace\":1,\"mutex\":%s,\"rank\":%d,\"size\":%d,\"events\":%zu,\"dropped\":%llu}\n",
+  std::fprintf(f, "{\"tally_trace\":2,\"mutex\":%s,\"rank\":%d,\"size\":%d,\"events\":%zu,\"dropped\":%llu,",
                quoted(name_).c_str(), rank_, size_, used_, static_cast<unsigned long long>(dropped_));
+  std::fprintf(f, "\"clock\":{\"source\":\"monotonic\",\"domain\":%d,\"samples\":[", domain_);
+  for (int i = 0; i < sampled_; ++i)
+    std::fprintf(f, "%s{\"at\":%lld,\"offset\":%lld,\"rtt\":%lld}", i ? "," : "",
+                 static_cast<long long>(samples_[i].at), static_cast<long long>(samples_[i].offset),
+                 static_cast<long long>(samples_[i].rtt));
+  std::fprintf(f, "]");
+  if (clock_.skewed())
+    std::fprintf(f, ",\"injected_skew\":{\"ns\":%lld,\"ppm\":%.17g,\"anchor\":%lld}",
+                 static_cast<long long>(clock_.skew_ns()), clock_.skew_ppm(),
+                 static_cast<long long>(clock_.skew_anchor()));
+  std::fprintf(f, "}}\n");
   for (std::size_t i = 0; i < used_; ++i) {
     const event& e = events_[i];
-    std::fprintf(f, "{\"t\":%lld,\"ev\":\"%s\",\"peer\":%d,\"seq\":%llu}\n",
-                 static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(e.t).count()),
+    std::fprintf(f, "{\"t\":%lld,\"ev\":\"%s\",\"peer\":%d,\"seq\":%llu}\n", static_cast<long long>(e.t),
                  name_of(e.what), e.peer, static_cast<unsigned long long>(e.seq));
   }
   if (std::fclose(f) != 0)

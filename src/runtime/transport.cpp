@@ -10,9 +10,6 @@
 namespace tally::detail {
 
 namespace {
-constexpr int tag_request = 1;
-constexpr int tag_token = 2;
-constexpr int tag_fault = 3;
 constexpr std::size_t first_request = 2;  // index in recv_reqs_ of REQUEST receive 0
 // REQUEST receives kept posted: enough that a burst of broadcasts lands in posted
 // buffers rather than MPI's unexpected-message queue.
@@ -167,10 +164,10 @@ void transport::send_staged(protocol::rank_t to, int count) {
   token_slot& slot = *staged_;
   staged_ = nullptr;
   slot.staged = false;
+  if (trace_) trace_->record(trace_log::kind::token_out, to.value());  // stamped before it can arrive
   check_mpi(MPI_Isend(slot.buf.data(), count, wire_.type(), to.value(), tag_token, comm_.get(), &slot.req),
             "MPI_Isend(token)");
   sends_active_ = true;
-  if (trace_) trace_->record(trace_log::kind::token_out, to.value());
 }
 
 void transport::send_token(protocol::rank_t to, const protocol::token& t,

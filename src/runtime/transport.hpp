@@ -9,6 +9,8 @@
 //     source. Node topology: three words (sequence number, the rank that should
 //     receive the token), sent to the other nodes' leaders only.
 //   - token   = one message of the token datatype (runtime/wire.hpp), tag 2.
+//   - tag 4 is the trace's clock sync (runtime/trace_clock.hpp), used only while
+//     every rank traces, at creation and at free.
 //   - receives are posted ahead, all MPI_ANY_SOURCE: one for the token and up to 16
 //     for REQUESTs (none where this rank receives no REQUESTs); more REQUESTs wait
 //     in MPI's unexpected queue.
@@ -35,6 +37,9 @@
 #include "runtime/wire.hpp"
 
 namespace tally::detail {
+
+// The message tags on the private communicator.
+inline constexpr int tag_request = 1, tag_token = 2, tag_fault = 3, tag_clock = 4;
 
 class transport {
  public:

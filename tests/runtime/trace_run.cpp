@@ -1,7 +1,8 @@
-// Writes handoff timelines for tests/tools/test_trace.py: usage trace_run DIR.
-// Two mutexes, one traced through TALLY_TRACE (the test sets it to DIR), one
-// through options::trace (DIR/by-option); each is entered by lock, try_lock and
-// lock_async, with re-entries. Next to each trace the rank writes the counters the
+// Writes handoff timelines for tests/tools/test_trace.py and test_timeline.py:
+// usage trace_run DIR [flat|node|auto] (the topology; default flat, auto:
+// TALLY_TOPOLOGY decides). Two mutexes, one traced through TALLY_TRACE (the test
+// sets it to DIR), one through options::trace (DIR/by-option); each is entered by
+// lock, try_lock and lock_async, with re-entries. Next to each trace the rank writes the counters the
 // merged trace must agree with: DIR[/by-option]/expect-<mutex>-rank<k>.json.
 #include <mpi.h>
 
@@ -51,8 +52,9 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int me = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  if (argc != 2) {
-    if (me == 0) std::fprintf(stderr, "usage: trace_run DIR\n");
+  const std::string topo = argc == 3 ? argv[2] : "flat";
+  if (argc < 2 || argc > 3 || (topo != "flat" && topo != "node" && topo != "auto")) {
+    if (me == 0) std::fprintf(stderr, "usage: trace_run DIR [flat|node|auto]\n");
     MPI_Finalize();
     return 2;
   }
@@ -62,10 +64,12 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(by_option);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  // Flat: on one node the node topology moves the lock without any message.
+  // Flat by default: on one node the node topology moves the lock without any message.
   tally::options env_traced;
   env_traced.name = "by-env";
-  env_traced.topology = tally::topology::flat;
+  env_traced.topology = topo == "flat" ? tally::topology::flat
+                        : topo == "node" ? tally::topology::node
+                                         : tally::topology::automatic;
   tally::options opt_traced = env_traced;
   opt_traced.name = "by-option";
   opt_traced.trace = by_option;

@@ -7,8 +7,11 @@ For each traced mutex (by-env through TALLY_TRACE, by-option through
 options::trace) and each rank, the merged trace must hold as many critical-section
 slices as the rank's acquisitions, as many marked local as its local acquisitions,
 one REQUEST instant per broadcast, one "token out" per token sent and one
-"token in" per token received, every token move a flow from sender to receiver.
-Then the tool's errors: no traces (2), a rank's file missing (1).
+"token in" per token received, every token move a flow from sender to receiver;
+on one host every rank shares rank 0's clock and no move needs a correction.
+Then the tool's errors: no traces (2), a rank's file missing (1). Correction runs
+the merger on small traces written here: offsets applied linearly, backward moves
+shifted forward by the least amount (cascading to later receivers), a cycle refused.
 """
 import glob
 import json
@@ -41,6 +44,9 @@ class Trace(unittest.TestCase):
         r = run(folder, "-o", out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(f"{mutex}: 3 ranks", r.stdout)
+        # One host, no skew: every rank reads rank 0's clock, and no move reads backward.
+        self.assertRegex(r.stdout, rf"{mutex}: .*; clock: shared by every rank; 0 of (\d+) token moves read "
+                                   r"backward and were corrected \(largest 0\.000 us")
         with open(out) as f:
             events = json.load(f)["traceEvents"]
         want = expectations(folder, mutex)
@@ -99,6 +105,80 @@ class Trace(unittest.TestCase):
             self.assertIn("no trace for rank(s) [1] of 3", r.stderr)
         r = run()
         self.assertEqual(r.returncode, 2)
+
+
+def write_trace(folder, rank, size, events, samples=None, mutex="syn"):
+    head = {"tally_trace": 2, "mutex": mutex, "rank": rank, "size": size, "events": len(events), "dropped": 0,
+            "clock": {"source": "monotonic", "domain": 0 if samples is None else rank,
+                      "samples": samples if samples is not None else [{"at": 0, "offset": 0, "rtt": 0}] * 2}}
+    with open(os.path.join(folder, f"tally-{mutex}-rank{rank}.jsonl"), "w") as f:
+        for line in [head] + [{"t": t, "ev": ev, "peer": peer, "seq": 0} for t, ev, peer in events]:
+            f.write(json.dumps(line) + "\n")
+
+
+class Correction(unittest.TestCase):
+    def merge(self, folder):
+        out = os.path.join(folder, "out.json")
+        r = run(folder, "-o", out)
+        if r.returncode != 0:
+            return r, None
+        with open(out) as f:
+            return r, json.load(f)["traceEvents"]
+
+    def test_backward_moves_shift_their_receivers(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # Rank 1 reads the token 50 ns before rank 0 sent it; rank 0 then reads it
+            # back at 400, before rank 1's send once shifted (420): a second shift of 20.
+            write_trace(tmp, 0, 2, [(100, "enter", -1), (200, "exit", -1), (300, "token_out", 1),
+                                    (350, "request", -1), (400, "token_in", 1), (410, "enter", -1),
+                                    (500, "exit", -1)])
+            write_trace(tmp, 1, 2, [(50, "request", -1), (250, "token_in", 0), (260, "enter", -1),
+                                    (360, "exit", -1), (370, "token_out", 0)])
+            r, ev = self.merge(tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("2 of 2 token moves read backward and were corrected (largest 0.050 us, "
+                          "in all 0.070 us)", r.stdout)
+            self.assertIn("clock: shared by every rank", r.stdout)
+            cs = {(e["tid"], round(e["ts"] * 1000)): round(e["dur"] * 1000) for e in ev
+                  if e["ph"] == "X" and e["name"] == "critical section"}
+            # Times from rank 1's REQUEST at 50, which stays where it was: rank 1's
+            # section moves from 260 to 310, rank 0's second from 410 to 430.
+            self.assertEqual(cs, {(0, 50): 100, (1, 260): 100, (0, 380): 90})
+            arrows = {e["id"]: e for e in ev if e["ph"] == "s"}
+            for f_ in (e for e in ev if e["ph"] == "f"):
+                self.assertGreaterEqual(f_["ts"], arrows[f_["id"]]["ts"])
+
+    def test_offsets_apply_linearly(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            write_trace(tmp, 0, 2, [(1000, "token_out", 1), (900000, "enter", -1), (900001, "exit", -1)])
+            # Rank 1's clock reads 1,000 ns behind rank 0's at 0 and 2,000 behind at
+            # 1,000,000: its receive at 499,000 is 500,499 in rank 0's time (the
+            # output counts from the first event, rank 0's send at 1,000).
+            write_trace(tmp, 1, 2, [(499000, "token_in", 0), (499100, "enter", -1), (499200, "exit", -1)],
+                        samples=[{"at": 0, "offset": 1000, "rtt": 10}, {"at": 1000000, "offset": 2000, "rtt": 10}])
+            r, ev = self.merge(tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("0 of 1 token moves read backward", r.stdout)
+            self.assertIn("rank 1's +1.000 us (+-0.005) then +2.000 us (+-0.005)", r.stdout)
+            f_ = next(e for e in ev if e["ph"] == "f")
+            self.assertAlmostEqual(f_["ts"] * 1000, 500499 - 1000, places=3)
+
+    def test_a_cycle_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            write_trace(tmp, 0, 2, [(10, "token_in", 1), (20, "token_out", 1)])
+            write_trace(tmp, 1, 2, [(10, "token_in", 0), (20, "token_out", 0)])
+            r, _ = self.merge(tmp)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("wait on each other", r.stderr)
+
+    def test_traces_without_clock_samples_merge(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            write_trace(tmp, 0, 2, [(300, "token_out", 1)], samples=[])
+            write_trace(tmp, 1, 2, [(100, "token_in", 0), (110, "enter", -1), (120, "exit", -1)], samples=[])
+            r, _ = self.merge(tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("no offsets measured", r.stdout)
+            self.assertIn("1 of 1 token moves read backward and were corrected (largest 0.200 us", r.stdout)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 namespace tally::detail {
 
@@ -31,7 +33,7 @@ std::string file_part(const std::string& s) {
 }
 
 // A JSON string literal of s.
-std::string quoted(const std::string& s) {
+std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     if (c == '"' || c == '\\') {
@@ -74,13 +76,15 @@ void trace_log::add_sample(const clock_sample& s, int domain) noexcept {
 void trace_log::flush() noexcept {
   if (!on_) return;
   on_ = false;
+  std::error_code ec;  // a directory that does not exist yet is made (as mkdir -p)
+  std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
   std::FILE* f = std::fopen(path_.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "tally: cannot write the trace %s: %s\n", path_.c_str(), std::strerror(errno));
     return;
   }
   std::fprintf(f, "{\"tally_trace\":2,\"mutex\":%s,\"rank\":%d,\"size\":%d,\"events\":%zu,\"dropped\":%llu,",
-               quoted(name_).c_str(), rank_, size_, used_, static_cast<unsigned long long>(dropped_));
+               json_string(name_).c_str(), rank_, size_, used_, static_cast<unsigned long long>(dropped_));
   std::fprintf(f, "\"clock\":{\"source\":\"monotonic\",\"domain\":%d,\"samples\":[", domain_);
   for (int i = 0; i < sampled_; ++i)
     std::fprintf(f, "%s{\"at\":%lld,\"offset\":%lld,\"rtt\":%lld}", i ? "," : "",

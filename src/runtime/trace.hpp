@@ -3,9 +3,9 @@
 // When on, each rank records its lock events with a timestamp of its trace clock
 // (runtime/trace_clock.hpp: CLOCK_MONOTONIC in ns) into a fixed buffer (no
 // allocation after creation; events past its capacity are counted as dropped) and
-// writes them at free() to DIR/tally-<mutex>-rank<k>.jsonl: a header line (with the
-// clock's domain and its offset samples against rank 0), then one JSON object per
-// event. tools/tally-trace merges the files of all ranks into a Chrome/Perfetto
+// writes them at free() to DIR/tally-<mutex>-rank<k>.jsonl (DIR made if missing):
+// a header line (with the clock's domain and its offset samples against rank 0),
+// then one JSON object per event. tools/tally-trace merges the files of all ranks into a Chrome/Perfetto
 // trace, in rank 0's time. Off (the default) costs one predictable branch per event
 // site.
 #pragma once

@@ -92,9 +92,8 @@ void trace_log::flush() noexcept {
                  static_cast<long long>(samples_[i].rtt));
   std::fprintf(f, "]");
   if (clock_.skewed())
-    std::fprintf(f, ",\"injected_skew\":{\"ns\":%lld,\"ppm\":%.17g,\"anchor\":%lld}",
-                 static_cast<long long>(clock_.skew_ns()), clock_.skew_ppm(),
-                 static_cast<long long>(clock_.skew_anchor()));
+    std::fprintf(f, ",\"injected_skew\":{\"ns\":%lld,\"ppm\":%.17g}", static_cast<long long>(clock_.skew_ns()),
+                 clock_.skew_ppm());
   std::fprintf(f, "}}\n");
   for (std::size_t i = 0; i < used_; ++i) {
     const event& e = events_[i];

@@ -43,7 +43,7 @@ constexpr int sync_rounds = 8;
 
 }  // namespace
 
-trace_clock::trace_clock(int rank) : anchor_(monotonic_ns()), key_(monotonic_identity()) {
+trace_clock::trace_clock(int rank) : key_(monotonic_identity()) {
   const char* env = std::getenv("TALLY_TRACE_SKEW");
   if (!env || !*env) return;
   // FIRST[-LAST]:NS[:PPM]
@@ -83,7 +83,7 @@ trace_clock::trace_clock(int rank) : anchor_(monotonic_ns()), key_(monotonic_ide
 std::int64_t trace_clock::now() const noexcept {
   const std::int64_t t = monotonic_ns();
   if (!skewed()) return t;
-  return t + skew_ns_ + static_cast<std::int64_t>(skew_ppm_ * 1e-6 * static_cast<double>(t - anchor_));
+  return t + skew_ns_ + static_cast<std::int64_t>(skew_ppm_ * 1e-6 * static_cast<double>(t));
 }
 
 clock_sample sync_clock(const trace_clock& clock, MPI_Comm comm, int tag, const clock_waiter& wait, int& domain) {

@@ -10,10 +10,11 @@
 // between the two. Nothing here runs unless every rank traces.
 //
 // TALLY_TRACE_SKEW=FIRST[-LAST]:NS[:PPM], a test aid, adds NS nanoseconds plus PPM
-// parts per million of the time since the clock was made to the trace clocks of
-// ranks FIRST to LAST (one emulated host, say) and puts them in a clock domain of
-// their own, so tests can prove that the estimate removes a known offset and drift.
-// It touches nothing but the trace's timestamps.
+// parts per million of the monotonic reading (time since boot: one host's ranks
+// drift alike) to the trace clocks of ranks FIRST to LAST (one emulated host, say)
+// and puts them in a clock domain of their own, so tests can prove that the
+// estimate removes a known offset and drift. It touches nothing but the trace's
+// timestamps.
 #pragma once
 
 #include <mpi.h>
@@ -36,12 +37,10 @@ class trace_clock {
   bool skewed() const noexcept { return skew_ns_ != 0 || skew_ppm_ != 0; }
   std::int64_t skew_ns() const noexcept { return skew_ns_; }
   double skew_ppm() const noexcept { return skew_ppm_; }
-  std::int64_t skew_anchor() const noexcept { return anchor_; }  // unskewed ns
 
  private:
   std::int64_t skew_ns_ = 0;
   double skew_ppm_ = 0;
-  std::int64_t anchor_ = 0;
   std::uint64_t key_ = 0;
 };
 

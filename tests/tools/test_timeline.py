@@ -6,7 +6,7 @@ usage: test_timeline.py TOOL DIR SKEW -- LAUNCH...
 LAUNCH (an mpiexec line of trace_run DIR ..., possibly inside scripts/emu-cluster)
 runs with TALLY_TRACE=DIR and TALLY_TRACE_SKEW=SKEW (FIRST[-LAST]:NS[:PPM], the
 test aid that offsets and drifts the trace clocks of ranks FIRST..LAST, which must
-not include rank 0; NS < 0, so that a token they receive reads early). Then, for
+not include rank 0; NS < 0 and PPM <= 0, so that a token they receive reads early). Then, for
 each of trace_run's two mutexes, TOOL (tools/tally-trace) merges the traces, and:
   - the raw traces: every other rank shares rank 0's clock (domain 0, offset 0),
     and every token move between two such ranks already reads forward (the common
@@ -99,9 +99,9 @@ def check_mutex(tool, folder, mutex, skewed, skew_ns, ppm):
         inj = h["clock"]["injected_skew"]
         check(inj["ns"] == skew_ns and inj["ppm"] == ppm, f"{mutex}: injected {inj}, want {skew_ns} ns {ppm} ppm")
         for which, s in zip(("creation", "free"), samples):
-            # at is skewed local time: the unskewed time is at - skew (to well within a ns per ms).
-            unskewed = s["at"] - skew_ns
-            want = -(skew_ns + ppm * 1e-6 * (unskewed - inj["anchor"]))
+            # at is skewed local time, at = m + NS + PPM * 1e-6 * m for the monotonic m.
+            m_at = (s["at"] - skew_ns) / (1 + ppm * 1e-6)
+            want = -(skew_ns + ppm * 1e-6 * m_at)
             err = s["offset"] - want
             print(f"{mutex}: rank {rank} offset at {which}: {s['offset']} ns, injected {-want:.0f} ns, "
                   f"error {err:+.0f} ns, tolerance (half the round trip) {s['rtt'] / 2:.0f} ns")
@@ -161,7 +161,7 @@ def main(argv):
     first, _, last = parts[0].partition("-")
     skewed = set(range(int(first), int(last or first) + 1))
     skew_ns, ppm = int(parts[1]), float(parts[2]) if len(parts) > 2 else 0.0
-    check(0 not in skewed and skew_ns < 0, f"SKEW {skew}: rank 0 skewed, or NS not negative")
+    check(0 not in skewed and skew_ns < 0 and ppm <= 0, f"SKEW {skew}: rank 0 skewed, or NS or PPM positive")
     shutil.rmtree(folder, ignore_errors=True)
     env = dict(os.environ, TALLY_TRACE=folder, TALLY_TRACE_SKEW=skew)
     r = subprocess.run(launch, env=env)

@@ -1,25 +1,35 @@
-// runtime/progress_thread.hpp — the background thread of progress_mode::thread.
+// runtime/progress_thread.hpp — progress_mode::thread: one background thread per
+// process, whatever the number of mutexes (docs/design.md, "Progress").
 //
-// Contract: start() runs `step` in a loop on a new thread. `step` reports what it
+// Contract. Each engine in thread mode holds a progress_thread: a membership of the
+// process's one progress thread, which runs while any membership is started and is
+// joined when the last one stops. start() registers `step`, which reports what it
 // found: busy (it handled messages), watching (nothing arrived, but only this
 // thread can answer for the rank now: the token idle here, a withdrawn or
-// asynchronous request, a send in flight) or idle (nothing to do). Between steps
-// the thread waits as the poll_policy says:
-//   spin      not at all
-//   sleep     `interval`
-//   backoff   1 us doubling up to `interval`, reset by a busy step
-//   adaptive  as backoff while busy or watching; when idle it parks for
-//             `idle_drain` (REQUESTs then wait in MPI's queue) unless nudge() wakes it
-// nudge() is cheap when the thread is not parked (one atomic load). stop() wakes
-// the thread at once, even from a long wait, and joins it; it is idempotent and
-// runs from the destructor too.
+// asynchronous request, a send in flight) or idle (nothing to do). A member is
+// watched, or not, by its poll_policy:
+//   spin      always watched; no wait before its next step
+//   sleep     always watched; `interval` before its next step
+//   backoff   always watched; 1 us doubling up to `interval`, reset by a busy step
+//   adaptive  as backoff while busy or watching; once idle, unwatched until nudge()
+// Each round, the thread steps every watched member and the next `drain_slice`
+// unwatched ones in turn (so that REQUESTs to idle mutexes do not pile up in
+// MPI's queue), then waits for the least wait its watched members ask for, and
+// after a round of more than drain_slice steps at least long_round_factor times
+// the round's duration (so that with thousands of tokens idle here the thread
+// takes at most a quarter of a core, and answers within about 4 rounds). With
+// none watched it parks for the least `idle_drain` of the adaptive members, or
+// until a nudge. A round costs the watched members plus drain_slice steps: a
+// mutex that nobody uses costs the thread nothing but its turn in the drain.
+// nudge() is one atomic load when the member is already watched. stop() returns
+// once the thread is not stepping this member and never will again; it is
+// idempotent and runs from the destructor too. `step` must not block.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
+#include <cstddef>
 #include <functional>
-#include <mutex>
-#include <thread>
 
 #include "tally/options.hpp"
 
@@ -28,6 +38,9 @@ namespace tally::detail {
 class progress_thread {
  public:
   enum class found { busy, watching, idle };
+  // Unwatched members stepped per round.
+  static constexpr std::size_t drain_slice = 16;
+  static constexpr int long_round_factor = 3;
 
   progress_thread() = default;
   progress_thread(const progress_thread&) = delete;
@@ -36,24 +49,21 @@ class progress_thread {
 
   void start(poll_policy policy, std::function<found()> step);
   void stop() noexcept;
-  // Ends a park early: call when the rank starts to need the thread.
+  // The member needs the thread now (an idle token, a send in flight): watched
+  // from the next round on, and a parked thread wakes.
   void nudge() noexcept;
-  bool running() const noexcept { return thread_.joinable(); }
+  bool running() const noexcept { return registered_; }
 
  private:
-  void main(poll_policy policy, const std::function<found()>& step);
-  // Waits up to d, or until stop() (or nudge(), when `parking`); returns false once
-  // stop() was called.
-  bool wait(std::chrono::microseconds d, bool parking);
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::atomic<bool> stop_{false};    // written under mu_, so that wait() cannot miss it
-  // nudge() stores nudged_ then reads parked_; a parking thread stores parked_ then
-  // reads nudged_ (both sequentially consistent): one of them sees the other.
-  std::atomic<bool> parked_{false};
-  std::atomic<bool> nudged_{false};
-  std::thread thread_;
+  friend class progress_service;
+  // Guarded by the service's mutex, but for watched_ (read without it).
+  poll_policy policy_{};
+  std::function<found()> step_;
+  bool registered_ = false;
+  std::size_t index_ = 0;  // its place among the members
+  std::atomic<bool> watched_{false};
+  std::chrono::microseconds backoff_{1};
+  std::chrono::microseconds next_wait_{0};
 };
 
 }  // namespace tally::detail

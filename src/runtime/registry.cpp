@@ -10,21 +10,30 @@
 #include <vector>
 
 #include "runtime/engine.hpp"
+#include "runtime/pacing.hpp"
 
 namespace tally::detail::registry {
 
 namespace {
 
 std::mutex mu;
-std::vector<engine*> live;  // creation order
+std::vector<engine*> live;    // creation order
+std::vector<engine*> polled;  // those in progress_mode::in_calls, which poll_others() polls
 bool hooked = false;
-// Readable without mu: live.size(), and its one engine when there is just one.
+// Readable without mu: polled.size(), and its one engine when there is just one.
 std::atomic<std::size_t> count{0};
 std::atomic<const engine*> sole{nullptr};
 
+// poll_others() polls this many engines a round, in turn, and starts a round only
+// once `others_factor` times the last round's cost has passed since it ended.
+constexpr std::size_t others_slice = 4;
+constexpr std::uint64_t others_factor = 16;
+std::size_t cursor = 0;                // guarded by mu: the next engine's turn
+std::atomic<std::uint64_t> due{0};     // ticks() before which no round starts
+
 void publish_size() {  // mu held
-  count.store(live.size(), std::memory_order_relaxed);
-  sole.store(live.size() == 1 ? live.front() : nullptr, std::memory_order_relaxed);
+  count.store(polled.size(), std::memory_order_relaxed);
+  sole.store(polled.size() == 1 ? polled.front() : nullptr, std::memory_order_relaxed);
 }
 
 int at_finalize(MPI_Comm, int, void*, void*) {
@@ -64,23 +73,36 @@ void add(engine* e) {
     hooked = true;
   }
   live.push_back(e);
+  if (e->progress() == progress_mode::in_calls) polled.push_back(e);
   publish_size();
 }
 
 void poll_others(const engine* self) noexcept {
-  // The common case, no mutex but `self` (which free() has already removed), costs
+  // Engines in thread mode are their thread's: only in_calls ones are polled here.
+  // The common case, none but `self` (which free() has already removed), costs
   // no lock. A mutex created by another thread meanwhile is polled from the next
-  // call on.
+  // round on. Rounds are paced and take a few engines each, so that a call's share
+  // of the polling does not grow with the number of mutexes (docs/design.md,
+  // "Progress").
   const std::size_t c = count.load(std::memory_order_relaxed);
   if (c == 0 || (c == 1 && sole.load(std::memory_order_relaxed) == self)) return;
-  std::lock_guard lk(mu);
-  for (engine* e : live)
+  const std::uint64_t t0 = ticks();
+  if (t0 < due.load(std::memory_order_relaxed)) return;
+  std::unique_lock lk(mu, std::try_to_lock);
+  if (!lk.owns_lock()) return;  // another thread is polling them
+  const std::size_t n = polled.size();
+  for (std::size_t k = 0; k < std::min(n, others_slice); ++k) {
+    engine* e = polled[cursor++ % n];
     if (e != self) e->poll_nowait();
+  }
+  const std::uint64_t t1 = ticks();
+  due.store(t1 + others_factor * (t1 - t0), std::memory_order_relaxed);
 }
 
 void remove(engine* e) noexcept {
   std::lock_guard lk(mu);
   live.erase(std::remove(live.begin(), live.end(), e), live.end());
+  polled.erase(std::remove(polled.begin(), polled.end(), e), polled.end());
   publish_size();
 }
 

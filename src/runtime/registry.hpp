@@ -13,7 +13,8 @@ class engine;
 namespace registry {
 void add(engine* e);
 void remove(engine* e) noexcept;
-// Polls every live engine but `self` once, without blocking (engine::poll_nowait).
+// Polls every live engine in progress_mode::in_calls but `self` once, without
+// blocking (engine::poll_nowait); the progress thread answers for the others.
 // A rank that waits inside one mutex may hold other mutexes' tokens idle; with
 // inline progress they would otherwise go unanswered and ranks could deadlock.
 void poll_others(const engine* self) noexcept;

@@ -1,0 +1,79 @@
+// Many mutexes in one process (docs/design.md, "Progress"): TALLY_TEST_MUTEXES
+// mutexes (default 1000 at 1 or 2 ranks, 100 at more: CI's 2 cores are then
+// oversubscribed, and every handoff waits for a descheduled rank) on
+// MPI_COMM_WORLD in each progress mode, created, entered
+// once by every rank in the same order (so that ranks wait on each other's idle
+// tokens of other mutexes), checked and freed. Each mutex's payload counts its
+// entries and names the rank inside: an entry that finds another rank inside, or a
+// count that is not every entry before it, fails. The process's threads with all
+// of them alive are as many as with one.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <deque>
+
+#include "support.hpp"
+
+namespace {
+
+using tally::test::world_rank;
+using tally::test::world_size;
+
+int thread_count() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (const dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+struct record {
+  std::int64_t entries;
+  std::int64_t inside;  // rank + 1 while a rank is inside, else 0
+};
+
+void run(tally::progress_mode mode) {
+  const int me = world_rank(), n = world_size();
+  const auto k = static_cast<std::size_t>(tally::test::env_count("TALLY_TEST_MUTEXES", n <= 2 ? 1000 : 100));
+  tally::options o;
+  o.progress = mode;
+  o.topology = tally::topology::flat;
+  o.payload_bytes = sizeof(record);
+  std::deque<tally::mutex> locks;
+  locks.emplace_back(MPI_COMM_WORLD, o);
+  const int threads_one = thread_count();
+  while (locks.size() < k) locks.emplace_back(MPI_COMM_WORLD, o);
+  EXPECT_EQ(thread_count(), threads_one) << k << " mutexes alive";
+
+  std::int64_t bad = 0;
+  auto enter = [&](tally::mutex& m, std::int64_t want_entries) {
+    std::lock_guard g(m);
+    const tally::payload_view p = m.payload();
+    record r = p.load<record>();
+    if (r.inside != 0 || (want_entries >= 0 && r.entries != want_entries)) ++bad;
+    r.inside = me + 1;
+    ++r.entries;
+    p.store(r);
+    r.inside = 0;
+    p.store(r);
+  };
+  for (tally::mutex& m : locks) enter(m, -1);
+  tally::test::progress_barrier(MPI_COMM_WORLD, [&] {
+    for (tally::mutex& m : locks) m.poll();
+  });
+  if (me == 0)
+    for (tally::mutex& m : locks) enter(m, n);  // every rank's entry, and no more
+  tally::test::progress_barrier(MPI_COMM_WORLD, [&] {
+    for (tally::mutex& m : locks) m.poll();
+  });
+  EXPECT_EQ(bad, 0) << "entries that found another rank inside or a wrong count";
+  for (tally::mutex& m : locks) m.free();
+}
+
+TEST(Many, InCalls) { run(tally::progress_mode::in_calls); }
+TEST(Many, Thread) { run(tally::progress_mode::thread); }
+
+}  // namespace

@@ -17,7 +17,8 @@ namespace tally {
 // each mode needs:
 enum class progress_mode {
   in_calls,   // inside every tally call and poll(); needs MPI_THREAD_SINGLE or more
-  thread,     // plus a background thread per mutex; needs MPI_THREAD_MULTIPLE
+  thread,     // plus the process's one progress thread, shared by every mutex in
+              // this mode; needs MPI_THREAD_MULTIPLE
   automatic,  // thread where MPI provides MPI_THREAD_MULTIPLE, else in_calls (the
               // default: then a rank that holds the token idle while it blocks in
               // another MPI call cannot stall the others)

@@ -14,46 +14,24 @@
 //   re-entry is compared with, in the same run.
 #include <benchmark/benchmark.h>
 
-#include <dirent.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <deque>
 #include <exception>
 #include <mutex>
 
 #include "harness.hpp"
 #include "lock_kinds.hpp"
+#include "process_stats.hpp"
 
 #if TALLY_BENCH_HAVE_TALLY
 
 namespace {
 
 using namespace bench;
+using tally::test::resident_bytes;
+using tally::test::thread_count;
 
 constexpr std::int64_t iterations = 1 << 18;
 constexpr std::int64_t batch = 1 << 12;
-
-// Threads of this process (/proc/self/task).
-int thread_count() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (const dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
-}
-
-// Resident memory in bytes (/proc/self/statm).
-double resident_bytes() {
-  long pages = 0, resident = 0;
-  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
-}
 
 // Times lock + unlock of `lk` on rank 0 in batches; the others wait polling.
 template <class Lock, class Poll>

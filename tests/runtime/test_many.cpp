@@ -7,28 +7,19 @@
 // entries and names the rank inside: an entry that finds another rank inside, or a
 // count that is not every entry before it, fails. The process's threads with all
 // of them alive are as many as with one.
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <deque>
 
+#include "process_stats.hpp"
 #include "support.hpp"
 
 namespace {
 
+using tally::test::thread_count;
 using tally::test::world_rank;
 using tally::test::world_size;
-
-int thread_count() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (const dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
-}
 
 struct record {
   std::int64_t entries;

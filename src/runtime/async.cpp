@@ -59,6 +59,7 @@ std::shared_ptr<acquisition> engine::lock_async() {
   const std::thread::id me = std::this_thread::get_id();
   registry::poll_others(this);
   std::lock_guard lk(mu_);
+  settle_fast_locked();
   require_live();
   if (slot_.owned_by(me))
     fail(errc::deadlock, "lock_async: calling thread already holds the critical section");
@@ -107,6 +108,7 @@ void engine::complete_greq_locked(acquisition& a) noexcept {
 bool engine::async_test(acquisition& a) {
   registry::poll_others(this);
   std::lock_guard lk(mu_);
+  settle_fast_locked();
   require_live();
   if (a.st == state::cancelled) fail(errc::state, "lock_request: the request was cancelled");
   // An MPI test that finds nothing completed makes progress only after it looked
@@ -121,6 +123,7 @@ bool engine::async_test(acquisition& a) {
 bool engine::async_wait(acquisition& a, std::optional<clock::time_point> deadline) {
   registry::poll_others(this);
   std::unique_lock lk(mu_);
+  settle_fast_locked();
   require_live();
   if (a.st == state::cancelled) fail(errc::state, "lock_request: the request was cancelled");
   if (!wait_locked(lk, deadline, "lock_request::wait", &a)) return false;
@@ -130,6 +133,7 @@ bool engine::async_wait(acquisition& a, std::optional<clock::time_point> deadlin
 
 bool engine::async_cancel(acquisition& a) {
   std::lock_guard lk(mu_);
+  settle_fast_locked();
   require_live();
   switch (a.st.load()) {
     case state::cancelled: return true;
@@ -161,6 +165,7 @@ void engine::async_mpi_cancel(acquisition& a) noexcept {
 void engine::async_abandon(acquisition& a) noexcept {
   try {
     std::unique_lock lk(mu_);
+    settle_fast_locked();
     if (!live_ || a.observed) return;
     if (a.st == state::acquired) {
       // Acquired but nobody learned of it: release the critical section it holds.
@@ -184,6 +189,7 @@ void engine::async_abandon(acquisition& a) noexcept {
 
 MPI_Request engine::async_mpi_request(const std::shared_ptr<acquisition>& a) {
   std::lock_guard lk(mu_);
+  settle_fast_locked();
   require_live();
   if (a->greq_freed) fail(errc::state, "mpi_request: its MPI request was completed and freed already");
   if (a->greq != MPI_REQUEST_NULL) return a->greq;

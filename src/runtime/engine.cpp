@@ -24,8 +24,62 @@ constexpr auto slot_wait_slice = std::chrono::microseconds(200);
 // poll.
 constexpr std::uint32_t node_poll_every = 8;
 constexpr std::uint32_t lone_node_poll_every = 128;
+// In in_calls mode an idle holder that re-enters in a loop takes the slow path,
+// which polls, at least this often: how long a REQUEST can wait for such a rank.
+constexpr double fast_pace_us = 20;
+
+// A thread's token in engine::fast_: the address of its own thread_token (never 0
+// or 1), which names the thread when the slow path takes its entry over.
+struct thread_token {
+  std::thread::id id = std::this_thread::get_id();
+};
+std::uintptr_t my_token() noexcept {
+  thread_local const thread_token t;
+  return reinterpret_cast<std::uintptr_t>(&t);
+}
 
 }  // namespace
+
+// --- the fast path -------------------------------------------------------------------
+
+bool engine::try_fast_lock() noexcept {
+  if (fast_.load(std::memory_order_relaxed) != fast_open) return false;
+  if (opts_.progress == progress_mode::in_calls && ticks() >= fast_due_.load(std::memory_order_relaxed))
+    return false;  // due to poll: the slow path
+  std::uintptr_t open = fast_open;
+  if (!fast_.compare_exchange_strong(open, my_token(), std::memory_order_acquire, std::memory_order_relaxed))
+    return false;
+  fast_entries_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool engine::try_fast_unlock() noexcept {
+  std::uintptr_t mine = my_token();
+  return fast_.load(std::memory_order_relaxed) == mine &&
+         fast_.compare_exchange_strong(mine, fast_open, std::memory_order_release, std::memory_order_relaxed);
+}
+
+void engine::open_fast_locked() noexcept {
+  if (!fast_allowed_ || !live_ || fault_ || async_ || slot_.taken() || !peer_.holds_token() ||
+      peer_.mode() != protocol::mode::idle || peer_.withdrawn())
+    return;
+  if (opts_.progress == progress_mode::in_calls)
+    fast_due_.store(ticks() + static_cast<std::uint64_t>(fast_pace_us * ticks_per_us()), std::memory_order_relaxed);
+  fast_.store(fast_open, std::memory_order_release);
+}
+
+void engine::settle_fast_locked() noexcept {
+  if (fast_.load(std::memory_order_relaxed) == fast_closed) return;  // only mu_'s holder opens it
+  const std::uintptr_t s = fast_.exchange(fast_closed, std::memory_order_acq_rel);
+  if (s == fast_closed || s == fast_open) return;
+  // A thread entered by the fast path and has not left: it holds the slot and the
+  // protocol's critical section from now on, as if it had entered the slow way (an
+  // idle holder's entry: no message, counted once).
+  fast_entries_.fetch_sub(1, std::memory_order_relaxed);
+  (void)peer_.lock();
+  slot_.take();
+  slot_.enter(reinterpret_cast<const thread_token*>(s)->id);
+}
 
 // --- messages ----------------------------------------------------------------------
 
@@ -47,6 +101,7 @@ void engine::send_token(protocol::rank_t to) {
 bool engine::progress_locked(bool repost) {
   if (node_) return node_progress_locked(repost);
   const transport::arrivals a = transport_.test();
+  if (a.any()) settle_fast_locked();  // news for the protocol: no entry may bypass it now
   // REQUESTs before the token: either order is a valid execution (channels are
   // unordered), and this one lets a just-arrived token be routed at once.
   for (const transport::request_arrival& r : a.requests)
@@ -196,6 +251,7 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
   const std::thread::id me = std::this_thread::get_id();
   registry::poll_others(this);
   std::unique_lock lk(mu_);
+  settle_fast_locked();
   require_live();
   if (slot_.owned_by(me)) fail(errc::deadlock, "lock: calling thread already holds the critical section");
   if (async_ && async_->owner == me)
@@ -209,6 +265,7 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
     auto until = deadline ? *deadline : clock::time_point::max();
     if (in_calls) until = std::min(until, clock::now() + slot_wait_slice);
     slot_.wait_until(lk, until);
+    settle_fast_locked();  // the slot's last owner may have opened it on the way out
     require_live();
     if (!slot_.taken()) break;
     if (deadline && clock::now() >= *deadline) return false;
@@ -216,6 +273,7 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
       lk.unlock();
       registry::poll_others(this);
       lk.lock();
+      settle_fast_locked();
       require_live();
     }
   }
@@ -241,6 +299,7 @@ bool engine::try_lock() {
   const std::thread::id me = std::this_thread::get_id();
   registry::poll_others(this);
   std::lock_guard lk(mu_);
+  settle_fast_locked();
   require_live();
   if (slot_.owned_by(me)) fail(errc::deadlock, "try_lock: calling thread already holds the critical section");
   if (async_ && async_->owner == me)
@@ -259,8 +318,10 @@ bool engine::try_lock() {
 }
 
 void engine::unlock() {
+  if (try_fast_unlock()) return;
   registry::poll_others(this);
   std::lock_guard lk(mu_);
+  settle_fast_locked();
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()))
     fail(errc::not_owner, "unlock: calling thread does not hold the critical section");
@@ -284,6 +345,7 @@ void engine::unlock() {
   transport_.repost_requests();
   release_slot_locked();
   if (attention_locked(true)) progress_.nudge();  // an idle token or a send in flight
+  open_fast_locked();
 }
 
 void engine::trace_enter_locked() {
@@ -299,6 +361,7 @@ void engine::fault(std::exception_ptr e) noexcept {
 }
 
 void engine::fault_locked(std::exception_ptr e) noexcept {
+  settle_fast_locked();
   if (fault_) return;
   fault_ = std::move(e);
   if (!transport_.remote_fault()) notify_fault_locked();
@@ -343,13 +406,15 @@ progress_thread::found engine::progress_from_thread() noexcept {
 void engine::poll() {
   registry::poll_others(this);
   std::lock_guard lk(mu_);
+  settle_fast_locked();
   require_live();
   while (progress_locked()) {
   }
 }
 
-std::uint64_t engine::payload_entry() const {
+std::uint64_t engine::payload_entry() {
   std::lock_guard lk(mu_);
+  settle_fast_locked();
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()))
     fail(errc::not_owner, "payload: calling thread does not hold the critical section");
@@ -358,6 +423,7 @@ std::uint64_t engine::payload_entry() const {
 
 std::span<std::byte> engine::payload(std::uint64_t entry) {
   std::lock_guard lk(mu_);
+  settle_fast_locked();
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()) || acquisitions_locked() != entry)
     fail(errc::not_owner, "payload: view used outside the critical section it was taken in");
@@ -370,7 +436,13 @@ tally::stats engine::stats() const {
 }
 
 tally::stats engine::stats_locked() const {
-  if (!node_) return peer_.counters();
+  if (!node_) {
+    tally::stats s = peer_.counters();
+    const std::uint64_t fast = fast_entries_.load(std::memory_order_relaxed);
+    s.acquisitions += fast;
+    s.local_acquisitions += fast;
+    return s;
+  }
   if (!node_->is_open()) return node_final_;
   node_->lock();
   const tally::stats s = node_->cohort().counters_of(node_->local());

@@ -24,6 +24,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -64,7 +65,9 @@ class engine : public std::enable_shared_from_this<engine> {
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
 
-  void lock() { (void)acquire(std::nullopt); }
+  void lock() {
+    if (!try_fast_lock()) (void)acquire(std::nullopt);
+  }
   bool lock_until(clock::time_point deadline) { return acquire(deadline); }
   bool try_lock();
   void unlock();
@@ -74,7 +77,7 @@ class engine : public std::enable_shared_from_this<engine> {
   void poll_nowait() noexcept;
   // The calling thread's current critical-section entry number (the acquisitions
   // count at entry); throws errc::not_owner unless it holds the critical section.
-  std::uint64_t payload_entry() const;
+  std::uint64_t payload_entry();
   // The payload, if the calling thread is still in critical-section entry `entry`;
   // else throws errc::not_owner.
   std::span<std::byte> payload(std::uint64_t entry);
@@ -175,6 +178,18 @@ class engine : public std::enable_shared_from_this<engine> {
   // protocol is marked local.
   void trace_enter_locked();
   void trace_exit_locked() noexcept { trace_.record(trace_log::kind::exit); }
+  // -- an idle holder's re-entry without the engine's mutex (flat topology,
+  //    untraced; docs/design.md, "Re-entry without the engine's lock")
+  // lock() enters by one compare-and-swap when fast_ is open; unlock() by another
+  // when it still names the thread. Everything else that takes mu_ settles first.
+  bool try_fast_lock() noexcept;
+  bool try_fast_unlock() noexcept;
+  // Opens the fast path where it applies: the token idle here, the slot free,
+  // nothing outstanding (in_calls: until the pace is due). mu_ held.
+  void open_fast_locked() noexcept;
+  // Closes it; a thread inside by the fast path becomes the slot's owner in the
+  // critical section, as if it had entered the slow way. mu_ held.
+  void settle_fast_locked() noexcept;
   // free() of a faulted mutex: no drain (a failed rank may never answer).
   void free_faulted_locked();
   void send_token(protocol::rank_t to);
@@ -203,6 +218,14 @@ class engine : public std::enable_shared_from_this<engine> {
   std::array<std::int32_t, protocol::node_token::route> spare_route_{};  // a node token's trail
   std::shared_ptr<acquisition> async_;  // the outstanding acquisition (waiting_slot or pending)
   bool async_cancelled_at_free_ = false;
+
+  // -- the fast path (written under mu_ but for the compare-and-swaps of lock and
+  //    unlock; read without it)
+  static constexpr std::uintptr_t fast_closed = 0, fast_open = 1;
+  std::atomic<std::uintptr_t> fast_{fast_closed};  // closed, open, or the entered thread's token
+  std::atomic<std::uint64_t> fast_entries_{0};     // entries made by the fast path (stats)
+  std::atomic<std::uint64_t> fast_due_{0};         // in_calls: ticks() from which lock() goes slow
+  bool fast_allowed_ = false;                      // immutable after creation: flat, untraced
 
   // -- topology::node only (null otherwise)
   std::unique_ptr<node_level> node_;

@@ -212,6 +212,7 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
     if (rank_ == opts.initial_owner && !initial_payload.empty())
       std::copy(initial_payload.begin(), initial_payload.end(), payload_.begin());
   }
+  fast_allowed_ = !node_ && !trace_.on();
   registry::add(this);
   try {
     transport_.open(std::move(dup), std::move(sh));
@@ -273,6 +274,7 @@ void engine::free_faulted_locked() {
 void engine::free(bool at_finalize) {
   progress_.stop();
   std::unique_lock lk(mu_);
+  settle_fast_locked();
   if (!live_) fail(errc::state, "free: mutex already freed");
   registry::remove(this);
   live_ = false;  // from here on, other threads' calls fail with errc::state

@@ -32,6 +32,22 @@ inline std::uint64_t ticks() noexcept {
 #endif
 }
 
+// ticks() per microsecond, measured once per process (about 50 us of spinning at
+// the first call).
+inline double ticks_per_us() noexcept {
+  static const double rate = [] {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::uint64_t k0 = ticks();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(50)) {
+    }
+    const std::uint64_t k1 = ticks();
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    return std::max(static_cast<double>(k1 - k0) / us, 1e-3);
+  }();
+  return rate;
+}
+
 // Counts the polls of one wait; from the `spins`-th on, each poll also yields the
 // core. With more ranks than cores the rank that can end the wait may need it, and
 // an MPI that busy-polls without yielding (MPICH) would otherwise keep it off the

@@ -67,4 +67,28 @@ void run(tally::progress_mode mode) {
 TEST(Many, InCalls) { run(tally::progress_mode::in_calls); }
 TEST(Many, Thread) { run(tally::progress_mode::thread); }
 
+// Rank 0 holds every token idle and blocks in MPI_Barrier while every other rank
+// enters every mutex: the one progress thread answers for all of them.
+TEST(Many, HolderOfEveryIdleTokenInABarrier) {
+  const int me = world_rank(), n = world_size();
+  const auto k = static_cast<std::size_t>(tally::test::env_count("TALLY_TEST_MUTEXES", n <= 2 ? 1000 : 100));
+  tally::options o;
+  o.progress = tally::progress_mode::thread;
+  o.topology = tally::topology::flat;
+  std::deque<tally::mutex> locks;
+  while (locks.size() < k) locks.emplace_back(MPI_COMM_WORLD, o);
+  std::uint64_t entered = 0;
+  if (me != 0)
+    for (tally::mutex& m : locks) {
+      std::lock_guard g(m);
+      ++entered;
+    }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(entered, me == 0 ? 0 : k);
+  tally::test::progress_barrier(MPI_COMM_WORLD, [&] {
+    for (tally::mutex& m : locks) m.poll();
+  });
+  for (tally::mutex& m : locks) m.free();
+}
+
 }  // namespace

@@ -27,6 +27,9 @@ constexpr std::uint32_t lone_node_poll_every = 128;
 // In in_calls mode an idle holder that re-enters in a loop takes the slow path,
 // which polls, at least this often: how long a REQUEST can wait for such a rank.
 constexpr double fast_pace_us = 20;
+// The fast path opens only when no message has arrived for this long: under
+// contention lock and unlock take the slow path, whose polls hand the token on.
+constexpr double fast_quiet_us = 100;
 
 // A thread's token in engine::fast_: the address of its own thread_token (never 0
 // or 1), which names the thread when the slow path takes its entry over.
@@ -63,8 +66,10 @@ void engine::open_fast_locked() noexcept {
   if (!fast_allowed_ || !live_ || fault_ || async_ || slot_.taken() || !peer_.holds_token() ||
       peer_.mode() != protocol::mode::idle || peer_.withdrawn())
     return;
+  const std::uint64_t now = ticks();
+  if (now - last_arrival_ < static_cast<std::uint64_t>(fast_quiet_us * ticks_per_us())) return;
   if (opts_.progress == progress_mode::in_calls)
-    fast_due_.store(ticks() + static_cast<std::uint64_t>(fast_pace_us * ticks_per_us()), std::memory_order_relaxed);
+    fast_due_.store(now + static_cast<std::uint64_t>(fast_pace_us * ticks_per_us()), std::memory_order_relaxed);
   fast_.store(fast_open, std::memory_order_release);
 }
 
@@ -101,7 +106,10 @@ void engine::send_token(protocol::rank_t to) {
 bool engine::progress_locked(bool repost) {
   if (node_) return node_progress_locked(repost);
   const transport::arrivals a = transport_.test();
-  if (a.any()) settle_fast_locked();  // news for the protocol: no entry may bypass it now
+  if (a.any()) {  // news for the protocol: no entry may bypass it now, or soon
+    settle_fast_locked();
+    last_arrival_ = ticks();
+  }
   // REQUESTs before the token: either order is a valid execution (channels are
   // unordered), and this one lets a just-arrived token be routed at once.
   for (const transport::request_arrival& r : a.requests)

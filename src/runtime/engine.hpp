@@ -226,6 +226,7 @@ class engine : public std::enable_shared_from_this<engine> {
   std::atomic<std::uint64_t> fast_entries_{0};     // entries made by the fast path (stats)
   std::atomic<std::uint64_t> fast_due_{0};         // in_calls: ticks() from which lock() goes slow
   bool fast_allowed_ = false;                      // immutable after creation: flat, untraced
+  std::uint64_t last_arrival_ = 0;                 // ticks() of the last poll that found a message (mu_)
 
   // -- topology::node only (null otherwise)
   std::unique_ptr<node_level> node_;

@@ -6,7 +6,9 @@
 // tokens of other mutexes), checked and freed. Each mutex's payload counts its
 // entries and names the rank inside: an entry that finds another rank inside, or a
 // count that is not every entry before it, fails. The process's threads with all
-// of them alive are as many as with one.
+// of them alive are as many as with one. Then mutexes on several communicators
+// created and freed while others are held, and a holder of every idle token
+// blocked in MPI_Barrier.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -66,6 +68,81 @@ void run(tally::progress_mode mode) {
 
 TEST(Many, InCalls) { run(tally::progress_mode::in_calls); }
 TEST(Many, Thread) { run(tally::progress_mode::thread); }
+
+// Mutexes on MPI_COMM_WORLD, on a duplicate and on a split of it, used in every
+// round, while each round a mutex on the duplicate is created and last round's
+// freed with another mutex held (each rank's own, on MPI_COMM_SELF). Each mutex's
+// payload counts its entries: every entry must see every one before it.
+void mixed(tally::progress_mode mode) {
+  const int me = world_rank(), n = world_size();
+  constexpr int rounds = 10;
+  MPI_Comm dup = MPI_COMM_NULL, split = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &split);
+  int split_size = 0;
+  MPI_Comm_size(split, &split_size);
+  {
+    tally::options o;
+    o.progress = mode;
+    o.topology = tally::topology::flat;
+    o.payload_bytes = sizeof(std::int64_t);
+    tally::mutex world(MPI_COMM_WORLD, o), dupped(dup, o), part(split, o), self(MPI_COMM_SELF, o);
+    std::deque<tally::mutex> made;
+    std::int64_t bad = 0;
+    // Enters m; its count must be at least `at_least` before this entry.
+    auto enter = [&](tally::mutex& m, std::int64_t at_least) {
+      std::lock_guard g(m);
+      const tally::payload_view p = m.payload();
+      const auto count = p.load<std::int64_t>();
+      if (count < at_least) ++bad;
+      p.store(count + 1);
+    };
+    for (int r = 0; r < rounds; ++r) {
+      enter(world, 0);
+      enter(dupped, 0);
+      enter(part, 0);
+      {
+        std::lock_guard held(self);
+        made.emplace_back(dup, o);  // collective over dup, with `self` held
+        if (made.size() > 1) {
+          made.front().free();
+          made.pop_front();
+        }
+      }
+      enter(made.back(), 0);
+    }
+    // Every rank's entries, and no more: the counts of the persistent mutexes.
+    tally::test::progress_barrier(MPI_COMM_WORLD, [&] {
+      world.poll();
+      dupped.poll();
+      part.poll();
+      made.back().poll();
+    });
+    if (me == 0) {
+      enter(world, std::int64_t{rounds} * n);
+      enter(dupped, std::int64_t{rounds} * n);
+      enter(made.back(), n);
+    }
+    if (me < 2) enter(part, std::int64_t{rounds} * split_size);  // rank 0 and 1: one per part
+    tally::test::progress_barrier(MPI_COMM_WORLD, [&] {
+      world.poll();
+      dupped.poll();
+      part.poll();
+      made.back().poll();
+    });
+    EXPECT_EQ(bad, 0) << "entries that missed earlier ones";
+    made.back().free();
+    self.free();
+    part.free();
+    dupped.free();
+    world.free();
+  }
+  MPI_Comm_free(&split);
+  MPI_Comm_free(&dup);
+}
+
+TEST(Many, MixedCommunicatorsInCalls) { mixed(tally::progress_mode::in_calls); }
+TEST(Many, MixedCommunicatorsThread) { mixed(tally::progress_mode::thread); }
 
 // Rank 0 holds every token idle and blocks in MPI_Barrier while every other rank
 // enters every mutex: the one progress thread answers for all of them.

@@ -52,7 +52,6 @@ class progress_thread {
   // The member needs the thread now (an idle token, a send in flight): watched
   // from the next round on, and a parked thread wakes.
   void nudge() noexcept;
-  bool running() const noexcept { return registered_; }
 
  private:
   friend class progress_service;

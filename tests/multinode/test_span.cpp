@@ -30,10 +30,7 @@ using tally::test::progress_barrier;
 using tally::test::world_rank;
 using tally::test::world_size;
 
-int expected_nodes() {
-  const char* v = std::getenv("TALLY_TEST_NODES");
-  return v ? std::atoi(v) : 0;
-}
+int expected_nodes() { return static_cast<int>(tally::test::env_count("TALLY_TEST_NODES", 0)); }
 
 std::vector<std::string> gather_names(const std::string& mine) {
   constexpr int width = 256;

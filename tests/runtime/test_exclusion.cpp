@@ -23,11 +23,7 @@ using tally::test::world_size;
 // registration sets it (across emulated nodes every entry's check is one-sided
 // traffic over TCP, tests/multinode/CMakeLists.txt).
 int iterations() {
-  static const int n = [] {
-    const char* v = std::getenv("TALLY_TEST_ITERATIONS");
-    const int k = v ? std::atoi(v) : 0;
-    return k > 0 ? k : 150;
-  }();
+  static const int n = static_cast<int>(tally::test::env_count("TALLY_TEST_ITERATIONS", 150));
   return n;
 }
 

@@ -102,11 +102,7 @@ TEST(Teardown, FreeRightAfterContention) {
 
 // $TALLY_TEARDOWN_CYCLES creations (default 1000; the MPICH test preset runs fewer:
 // MPICH busy-polls, and each node-topology cycle creates a shared-memory segment).
-int teardown_cycles() {
-  const char* v = std::getenv("TALLY_TEARDOWN_CYCLES");
-  const int n = v ? std::atoi(v) : 0;
-  return n > 0 ? n : 1000;
-}
+int teardown_cycles() { return static_cast<int>(tally::test::env_count("TALLY_TEARDOWN_CYCLES", 1000)); }
 
 TEST(Teardown, CreateAndFreeAThousandTimesWithTraffic) {
   const int cycles = teardown_cycles();

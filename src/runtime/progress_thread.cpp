@@ -156,6 +156,7 @@ class progress_service {
         }
       }
       if (epoch_ != mine) return;
+      if (wait == us::max()) wait = us{0};  // watched since the round began: step them now
       if (round.size() > progress_thread::drain_slice) {  // a long round: the thread's share stays bounded
         const auto took = std::chrono::duration_cast<us>(std::chrono::steady_clock::now() - began);
         wait = std::max(wait, took * progress_thread::long_round_factor);

@@ -1,7 +1,6 @@
-// runtime/engine.cpp — lock, try_lock, unlock, poll, payload and stats of one
-// mutex: the protocol peer's events in, its actions out through the transport.
-// Every public call first polls the process's other mutexes (registry::poll_others),
-// so that no tally call can leave another mutex's idle token unanswered.
+// runtime/engine.cpp — lock, try_lock, unlock, poll, payload and stats of one mutex:
+// the protocol peer's events in, its actions out through the transport. Every call
+// but the fast path's first gives the other inline mutexes a turn (registry.hpp).
 #include "runtime/engine.hpp"
 
 #include <string>
@@ -20,71 +19,11 @@ constexpr std::uint32_t release_every = 16;
 // Threads waiting for the slot in inline mode wake this often to keep the
 // process's other mutexes answering.
 constexpr auto slot_wait_slice = std::chrono::microseconds(200);
-// Node topology: a waiting rank looks at its grant flag this many times per MPI
-// poll.
+// Node topology: a waiting rank looks at its grant flag this many times per MPI poll.
 constexpr std::uint32_t node_poll_every = 8;
 constexpr std::uint32_t lone_node_poll_every = 128;
-// In in_calls mode an idle holder that re-enters in a loop takes the slow path,
-// which polls, at least this often: how long a REQUEST can wait for such a rank.
-constexpr double fast_pace_us = 20;
-// The fast path opens only when no message has arrived for this long: under
-// contention lock and unlock take the slow path, whose polls hand the token on.
-constexpr double fast_quiet_us = 100;
-
-// A thread's token in engine::fast_: the address of its own thread_token (never 0
-// or 1), which names the thread when the slow path takes its entry over.
-struct thread_token {
-  std::thread::id id = std::this_thread::get_id();
-};
-std::uintptr_t my_token() noexcept {
-  thread_local const thread_token t;
-  return reinterpret_cast<std::uintptr_t>(&t);
-}
 
 }  // namespace
-
-// --- the fast path -------------------------------------------------------------------
-
-bool engine::try_fast_lock() noexcept {
-  if (fast_.load(std::memory_order_relaxed) != fast_open) return false;
-  if (opts_.progress == progress_mode::in_calls && ticks() >= fast_due_.load(std::memory_order_relaxed))
-    return false;  // due to poll: the slow path
-  std::uintptr_t open = fast_open;
-  if (!fast_.compare_exchange_strong(open, my_token(), std::memory_order_acquire, std::memory_order_relaxed))
-    return false;
-  fast_entries_.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-bool engine::try_fast_unlock() noexcept {
-  std::uintptr_t mine = my_token();
-  return fast_.load(std::memory_order_relaxed) == mine &&
-         fast_.compare_exchange_strong(mine, fast_open, std::memory_order_release, std::memory_order_relaxed);
-}
-
-void engine::open_fast_locked() noexcept {
-  if (!fast_allowed_ || !live_ || fault_ || async_ || slot_.taken() || !peer_.holds_token() ||
-      peer_.mode() != protocol::mode::idle || peer_.withdrawn())
-    return;
-  const std::uint64_t now = ticks();
-  if (now - last_arrival_ < static_cast<std::uint64_t>(fast_quiet_us * ticks_per_us())) return;
-  if (opts_.progress == progress_mode::in_calls)
-    fast_due_.store(now + static_cast<std::uint64_t>(fast_pace_us * ticks_per_us()), std::memory_order_relaxed);
-  fast_.store(fast_open, std::memory_order_release);
-}
-
-void engine::settle_fast_locked() noexcept {
-  if (fast_.load(std::memory_order_relaxed) == fast_closed) return;  // only mu_'s holder opens it
-  const std::uintptr_t s = fast_.exchange(fast_closed, std::memory_order_acq_rel);
-  if (s == fast_closed || s == fast_open) return;
-  // A thread entered by the fast path and has not left: it holds the slot and the
-  // protocol's critical section from now on, as if it had entered the slow way (an
-  // idle holder's entry: no message, counted once).
-  fast_entries_.fetch_sub(1, std::memory_order_relaxed);
-  (void)peer_.lock();
-  slot_.take();
-  slot_.enter(reinterpret_cast<const thread_token*>(s)->id);
-}
 
 // --- messages ----------------------------------------------------------------------
 

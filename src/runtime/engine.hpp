@@ -7,6 +7,7 @@
 // live in separate files:
 //   runtime/lifecycle.cpp        creation (validation and agreement), teardown
 //   runtime/engine.cpp           lock, try_lock, unlock, poll, payload, stats
+//   runtime/fast_path.cpp        an idle holder's re-entry without mu_ (flat)
 //   runtime/node_engine.cpp      the same events for topology::node (protocol::cohort
 //                                in shared memory, runtime/node_level.hpp)
 //   runtime/async.cpp            lock_async: acquisitions, MPI generalized requests

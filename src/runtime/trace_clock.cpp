@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/handles.hpp"
@@ -99,14 +100,8 @@ clock_sample sync_clock(const trace_clock& clock, MPI_Comm comm, int tag, const 
   wait(req, "MPI_Iallgather(clock domains)");
   // leader[r]: the lowest rank of r's domain.
   std::vector<int> leader(n);
-  for (int r = 0; r < size; ++r) {
-    leader[r] = r;
-    for (int q = 0; q < r; ++q)
-      if (keys[q] == keys[r]) {
-        leader[r] = q;
-        break;
-      }
-  }
+  std::unordered_map<std::uint64_t, int> first;
+  for (int r = 0; r < size; ++r) leader[r] = first.try_emplace(keys[r], r).first->second;
   domain = leader[rank];
   auto measured = [&](int r) { return leader[r] == r && keys[r] != keys[0]; };
 

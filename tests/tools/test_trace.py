@@ -163,6 +163,20 @@ class Correction(unittest.TestCase):
             f_ = next(e for e in ev if e["ph"] == "f")
             self.assertAlmostEqual(f_["ts"] * 1000, 500499 - 1000, places=3)
 
+    def test_several_domains_keep_one_summary_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            write_trace(tmp, 0, 3, [(1000, "token_out", 1)])
+            write_trace(tmp, 1, 3, [(2000, "token_in", 0), (2100, "token_out", 2)],
+                        samples=[{"at": 0, "offset": 0, "rtt": 10}] * 2)
+            write_trace(tmp, 2, 3, [(3000, "token_in", 1)], samples=[{"at": 0, "offset": 0, "rtt": 20}] * 2)
+            r, _ = self.merge(tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            line = r.stdout.splitlines()[0]
+            # Its parts stay ';'-separated: the counts, the clock, the corrections.
+            self.assertEqual(len(line.split("; ")), 3, line)
+            self.assertIn("clock: 3 domains, offsets from rank 0 estimated: rank 1's +0.000 us (+-0.005) then "
+                          "+0.000 us (+-0.005), rank 2's", line)
+
     def test_a_cycle_is_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
             write_trace(tmp, 0, 2, [(10, "token_in", 1), (20, "token_out", 1)])

@@ -26,7 +26,6 @@ class progress_service {
     std::lock_guard lk(mu_);
     m.policy_ = policy;
     m.step_ = std::move(step);
-    m.registered_ = true;
     m.index_ = members_.size();
     members_.push_back(&m);
     registered_.insert(&m);
@@ -43,8 +42,7 @@ class progress_service {
     std::thread ending;
     {
       std::unique_lock lk(mu_);
-      if (!m.registered_) return;
-      m.registered_ = false;
+      if (!is_member_locked(&m)) return;
       progress_thread* last = members_.back();
       members_[m.index_] = last;
       last->index_ = m.index_;
@@ -67,7 +65,7 @@ class progress_service {
     if (m.watched_.load()) return;
     {
       std::lock_guard lk(mu_);
-      if (!m.registered_ || m.watched_.load()) return;
+      if (!is_member_locked(&m) || m.watched_.load()) return;
       watch_locked(m);
       nudged_ = true;
     }
@@ -144,7 +142,7 @@ class progress_service {
         lk.lock();
         current_ = nullptr;
         stepped_.notify_all();
-        if (!m->registered_) continue;
+        if (!is_member_locked(m)) continue;  // stopped during its step
         if (settle(*m, f)) {
           if (!m->watched_.load()) {
             m->watched_.store(true);
@@ -177,7 +175,7 @@ class progress_service {
   std::condition_variable wake_;     // the thread: a nudge, a new member, its end
   std::condition_variable stepped_;  // remove(): the thread finished a step
   std::vector<progress_thread*> members_;  // started (m->index_ is m's place)
-  std::unordered_set<const progress_thread*> registered_;  // the same, to look up
+  std::unordered_set<const progress_thread*> registered_;  // the same, to look up (a member is started iff here)
   std::vector<progress_thread*> watched_;  // those with watched_ set
   std::multiset<us> drains_;               // idle_drain of the adaptive members
   std::size_t cursor_ = 0;                 // the drain's turn in members_

@@ -58,7 +58,6 @@ class progress_thread {
   // Guarded by the service's mutex, but for watched_ (read without it).
   poll_policy policy_{};
   std::function<found()> step_;
-  bool registered_ = false;
   std::size_t index_ = 0;  // its place among the members
   std::atomic<bool> watched_{false};
   std::chrono::microseconds backoff_{1};

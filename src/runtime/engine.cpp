@@ -44,7 +44,7 @@ void engine::send_token(protocol::rank_t to) {
 
 bool engine::progress_locked(bool repost) {
   if (node_) return node_progress_locked(repost);
-  const transport::arrivals a = transport_.test();
+  const transport::arrivals a = transport_.test(repost);
   if (a.any()) {  // news for the protocol: no entry may bypass it now, or soon
     settle_fast_locked();
     last_arrival_ = ticks();
@@ -53,7 +53,6 @@ bool engine::progress_locked(bool repost) {
   // unordered), and this one lets a just-arrived token be routed at once.
   for (const transport::request_arrival& r : a.requests)
     execute(peer_.on_request(r.from, r.seq), "REQUEST received");
-  if (repost) transport_.repost_requests();
   if (a.token) {
     transport_.read_token(spare_, payload_);
     execute(peer_.on_token(std::move(spare_)), "token received");

@@ -164,10 +164,12 @@ class engine : public std::enable_shared_from_this<engine> {
   bool node_attention_locked() const noexcept;
   // The node's part of attention_locked(); the spinlock held.
   bool node_needs_me() const noexcept;
+  // The node's request names this rank: the token will come here. Spinlock held.
+  bool node_named() const noexcept;
   // Teardown's drain: every REQUEST for this node received, no node request left.
   void node_drain_locked(std::uint64_t total_broadcasts);
-  // Tests posted receives and outstanding sends once; hands what arrived to the
-  // peer. Returns true if any message arrived. mu_ held. With repost false, the
+  // Tests for messages and outstanding sends once; hands what arrived to the peer.
+  // Returns true if any message arrived. mu_ held. With repost false, the channel's
   // REQUEST receives that completed stay unposted until transport_.repost_requests().
   bool progress_locked(bool repost = true);
   // The progress thread's step: progress_locked() if mu_ is free and all is well.

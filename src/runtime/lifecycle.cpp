@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "runtime/channel.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/registry.hpp"
 
@@ -127,16 +128,14 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) fail(errc::arg, "invalid communicator");
   if (inter) fail(errc::arg, "intercommunicators are not supported");
 
-  comm_handle dup;
-  MPI_Request req = MPI_REQUEST_NULL;
-  check_mpi(MPI_Comm_idup(comm, dup.out(), &req), "MPI_Comm_idup");
-  wait_progressing(req, "MPI_Comm_idup", false);
-  check_mpi(MPI_Comm_set_errhandler(dup.get(), MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-  check_mpi(MPI_Comm_rank(dup.get(), &rank_), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(dup.get(), &size_), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
+  registry::hook_finalize();
+  const channel::waiter waiter = [this](MPI_Request& r, const char* what) { wait_progressing(r, what, false); };
 
   // Agree on validity before anything else is collective. Payload size and owner
-  // must also match across ranks: each is agreed as a [min, max] range.
+  // must also match across ranks: each is agreed as a [min, max] range, as is the
+  // id proposed for the mutex on comm's channel.
   std::optional<error> local = caller_error ? std::move(caller_error) : validate(opts, size_);
   if (!local && !initial_payload.empty() && initial_payload.size() != opts.payload_bytes)
     local = error(errc::arg, "tally: initial payload of " + std::to_string(initial_payload.size()) +
@@ -148,12 +147,13 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   if (opts_.trace.empty())
     if (const char* dir = std::getenv("TALLY_TRACE")) opts_.trace = dir;
   const long long traced = opts_.trace.empty() ? 0 : 1;
-  long long mine[10] = {local ? static_cast<long long>(local->code()) : 0, payload, -payload,
+  const auto proposed = static_cast<long long>(channel::proposal(comm));
+  long long mine[12] = {local ? static_cast<long long>(local->code()) : 0, payload, -payload,
                         opts.initial_owner, -static_cast<long long>(opts.initial_owner), topo, -topo,
-                        bound, -bound, -traced};
-  long long agreed[10];
-  check_mpi(MPI_Iallreduce(mine, agreed, 10, MPI_LONG_LONG, MPI_MAX, dup.get(), &req),
-            "MPI_Iallreduce(options)");
+                        bound, -bound, -traced, proposed, -proposed};
+  long long agreed[12];
+  MPI_Request req = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(mine, agreed, 12, MPI_LONG_LONG, MPI_MAX, comm, &req), "MPI_Iallreduce(options)");
   wait_progressing(req, "MPI_Iallreduce(options)", false);
   if (local) throw *local;
   if (agreed[0] != 0)
@@ -165,6 +165,29 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   if (agreed[5] != -agreed[6]) fail(errc::arg, "topology differs across ranks (flat, node or automatic)");
   if (agreed[7] != -agreed[8]) fail(errc::arg, "pass_bound differs across ranks");
 
+  // The channel: comm's (created with its first mutex), or a traced mutex's own.
+  all_traced_ = agreed[9] == -1;
+  std::shared_ptr<channel> ch = all_traced_ ? channel::create(comm, waiter) : channel::of(comm, waiter);
+  long long id = 0;
+  if (!all_traced_) {
+    // Ranks propose different ids only while a free() on comm is still ending on
+    // some rank (other threads): each proposes its lowest free id from the largest
+    // proposal on, until all agree on one that is free everywhere.
+    long long hi = agreed[10], lo = -agreed[11];
+    while (lo != hi) {
+      const auto next = static_cast<long long>(ch->lowest_free(static_cast<std::uint32_t>(hi)));
+      long long again[2] = {next, -next}, both[2];
+      check_mpi(MPI_Iallreduce(again, both, 2, MPI_LONG_LONG, MPI_MAX, comm, &req), "MPI_Iallreduce(id)");
+      wait_progressing(req, "MPI_Iallreduce(id)", false);
+      hi = both[0];
+      lo = -both[1];
+    }
+    id = hi;
+  }
+  if (id > static_cast<long long>(ch->max_id()))
+    fail(errc::state, "too many mutexes alive on one communicator (" + std::to_string(id) +
+                          "); MPI_TAG_UB allows " + std::to_string(ch->max_id() + 1));
+
   if (opts_.progress == progress_mode::automatic)
     opts_.progress = thread_level() == MPI_THREAD_MULTIPLE ? progress_mode::thread : progress_mode::in_calls;
   const unsigned k = ++created;
@@ -173,17 +196,14 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   trace_.open(opts_.trace, opts_.name, rank_, size_);
   transport_.set_trace(&trace_);
   // The timeline's clock offsets, where every rank traces (a collective).
-  all_traced_ = agreed[9] == -1;
-  if (all_traced_) sync_trace_clock(dup.get());
+  if (all_traced_) sync_trace_clock(ch->messages());
   if (opts_.topology != topology::flat) {
     // Node topology: the shared-memory level. `automatic` keeps it only where some
     // node holds two or more ranks, and falls back to flat where it cannot be built.
     node_ = std::make_unique<node_level>();
     try {
-      if (!node_->open(dup.get(), rank_, size_, opts.pass_bound, opts.initial_owner, opts.payload_bytes,
-                       initial_payload,
-                       [this](MPI_Request& r, const char* what) { wait_progressing(r, what, false); },
-                       opts_.topology == topology::automatic))
+      if (!node_->open(ch->messages(), rank_, size_, opts.pass_bound, opts.initial_owner, opts.payload_bytes,
+                       initial_payload, waiter, opts_.topology == topology::automatic))
         node_.reset();
     } catch (const error&) {
       node_.reset();
@@ -200,12 +220,10 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
     sh.token_self = node_->node();
     sh.with_requester = true;
     sh.form = node_token_form();
-    sh.request_receives = node_->leader() ? node_->nodes() - 1 : 0;
     sh.peers = node_->other_leaders();
   } else {
     sh.token_entries = size_;
     sh.token_self = rank_;
-    sh.request_receives = size_ - 1;
     for (int d = 1; d < size_; ++d) sh.peers.push_back((rank_ + d) % size_);
     peer_ = protocol::peer(protocol::rank_t(rank_), size_, protocol::rank_t(opts.initial_owner));
     payload_.assign(opts.payload_bytes, std::byte{0});
@@ -215,12 +233,17 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   fast_allowed_ = !node_ && !trace_.on();
   registry::add(this);
   try {
-    transport_.open(std::move(dup), std::move(sh));
+    transport_.open(std::move(ch), static_cast<std::uint32_t>(id), std::move(sh));
     if (opts_.progress == progress_mode::thread)
       progress_.start(opts_.polling, [this] { return progress_from_thread(); });
   } catch (...) {
     registry::remove(this);
     transport_.cancel_receives();
+    try {
+      transport_.close();
+    } catch (const error&) {
+      // the first failure is the one to report
+    }
     live_ = false;
     throw;
   }
@@ -327,11 +350,9 @@ void engine::free(bool at_finalize) {
     // Every rank learns how many REQUESTs are addressed to it: each broadcast sends
     // exactly one to every other rank (node topology: to every other node).
     const unsigned long long mine = stats_locked().broadcasts;
-    unsigned long long total = 0;
-    MPI_Request req = MPI_REQUEST_NULL;
-    check_mpi(MPI_Iallreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, transport_.comm(), &req),
-              "MPI_Iallreduce(free)");
-    wait_progressing(req, "MPI_Iallreduce(free)", true);
+    const channel::waiter own = [this](MPI_Request& r, const char* what) { wait_progressing(r, what, true); };
+    const channel::waiter others = [this](MPI_Request& r, const char* what) { wait_progressing(r, what, false); };
+    const unsigned long long total = transport_.chan().allreduce_sum(transport_.id(), mine, own);
     // Drain: receive every REQUEST, let withdrawn requests be served (the token is
     // only ever in flight to a requesting rank), complete every send.
     if (node_) {
@@ -345,9 +366,8 @@ void engine::free(bool at_finalize) {
         registry::poll_others(this);
       }
     }
-    check_mpi(MPI_Ibarrier(transport_.comm(), &req), "MPI_Ibarrier(free)");
-    wait_progressing(req, "MPI_Ibarrier(free)", false);
-    if (all_traced_) sync_trace_clock(transport_.comm());
+    (void)transport_.chan().allreduce_sum(transport_.id(), 0, others);  // a barrier
+    if (all_traced_) sync_trace_clock(transport_.chan().messages());
     // Nothing can arrive any more: retire the posted receives.
     transport_.cancel_receives();
     if (node_) {

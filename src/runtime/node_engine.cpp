@@ -15,11 +15,16 @@
 namespace tally::detail {
 
 bool engine::node_progress_locked(bool repost) {
-  const transport::arrivals a = transport_.test();
+  if (!transport_.token_posted()) {  // posted while the node's request names this rank
+    node_->lock();
+    const bool named = node_named();
+    node_->unlock();
+    transport_.want_token(named);
+  }
+  const transport::arrivals a = transport_.test(repost);
   const std::int32_t me = node_->local();
   for (const transport::request_arrival& r : a.requests)
     node_event([&](protocol::cohort& c) { return c.on_request(me, r.from, r.seq, r.copy); }, "REQUEST received");
-  if (repost) transport_.repost_requests();
   if (a.token) {
     // The node does not hold the token, so nobody reads its LN, trail or payload but
     // this rank: the token goes straight into the window, without the spinlock
@@ -28,7 +33,6 @@ bool engine::node_progress_locked(bool repost) {
     const std::span<protocol::ln_t> ln = c.ln_inbox();
     std::uint64_t hop = 0;
     transport_.read_token(*c.state().hop, ln, spare_.queue, hop, spare_route_, node_->payload());
-    transport_.repost_token();
     node_event([&](protocol::cohort& n) { return n.on_token(me, ln, spare_.queue, {hop, spare_route_}); },
                "token received");
   }
@@ -50,10 +54,12 @@ bool engine::node_needs_me() const noexcept {
   // Only this rank can answer: as the leader while the node holds the token (a
   // REQUEST must move it), or as the rank a pending node request named (the token
   // comes here) when no thread of this rank waits in lock().
+  return (node_->leader() && node_->cohort().holds_token()) || node_named();
+}
+
+bool engine::node_named() const noexcept {
   const protocol::cohort& c = node_->cohort();
-  const bool holder = c.holds_token();
-  const bool named = c.requesting() && c.state().requester[node_->node()] == rank_;
-  return (node_->leader() && holder) || named;
+  return c.requesting() && c.state().requester[node_->node()] == rank_;
 }
 
 void engine::node_drain_locked(std::uint64_t total_broadcasts) {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/channel.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/pacing.hpp"
 
@@ -44,7 +45,10 @@ int at_finalize(MPI_Comm, int, void*, void*) {
     std::lock_guard lk(mu);
     left = live;
   }
-  if (left.empty()) return MPI_SUCCESS;
+  if (left.empty()) {
+    channel::finalize_all();
+    return MPI_SUCCESS;
+  }
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   std::fprintf(stderr,
@@ -58,20 +62,24 @@ int at_finalize(MPI_Comm, int, void*, void*) {
       std::fprintf(stderr, "tally: rank %d: %s\n", rank, ex.what());
     }
   }
+  channel::finalize_all();
   return MPI_SUCCESS;
 }
 
 }  // namespace
 
-void add(engine* e) {
+void hook_finalize() {
   std::lock_guard lk(mu);
-  if (!hooked) {
-    int keyval = MPI_KEYVAL_INVALID;
-    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_finalize, &keyval, nullptr),
-              "MPI_Comm_create_keyval");
-    check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr), "MPI_Comm_set_attr");
-    hooked = true;
-  }
+  if (hooked) return;
+  int keyval = MPI_KEYVAL_INVALID;
+  check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_finalize, &keyval, nullptr), "MPI_Comm_create_keyval");
+  check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr), "MPI_Comm_set_attr");
+  hooked = true;
+}
+
+void add(engine* e) {
+  hook_finalize();
+  std::lock_guard lk(mu);
   live.push_back(e);
   if (e->progress() == progress_mode::in_calls) polled.push_back(e);
   publish_size();

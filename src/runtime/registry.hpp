@@ -1,9 +1,10 @@
 // runtime/registry.hpp — live engines, so that MPI_Finalize can free forgotten mutexes.
 //
-// The first add() attaches an attribute to MPI_COMM_SELF whose delete callback
-// runs at the start of MPI_Finalize, while MPI is fully usable. The callback warns
-// and frees every live engine collectively, in creation order (the order in which
-// every rank created them), so that nothing is left in flight.
+// hook_finalize() (the first creation calls it) attaches an attribute to
+// MPI_COMM_SELF whose delete callback runs at the start of MPI_Finalize, while MPI
+// is fully usable. The callback warns and frees every live engine collectively, in
+// creation order (the order in which every rank created them), so that nothing is
+// left in flight, then uncaches every channel (runtime/channel.hpp).
 #pragma once
 
 namespace tally::detail {
@@ -11,6 +12,7 @@ namespace tally::detail {
 class engine;
 
 namespace registry {
+void hook_finalize();
 void add(engine* e);
 void remove(engine* e) noexcept;
 // Polls every live engine in progress_mode::in_calls but `self` once, without

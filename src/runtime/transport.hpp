@@ -1,19 +1,18 @@
-// runtime/transport.hpp — tally's messages on its private communicator.
+// runtime/transport.hpp — one mutex's messages, on its channel (runtime/channel.hpp).
 //
-// Contract. A transport owns the duplicate communicator (MPI_ERRORS_RETURN set),
-// the committed token datatype, the posted receives and every send it starts:
-//   - REQUEST = MPI_UINT64_T words, tag 1, MPI_Isend to every broadcast peer,
-//     shape().window at a time: broadcast() posts the first window,
-//     pump() one more per call, so a token sent in between overtakes the rest.
-//     Flat topology: one word (the sequence number), the requester is the MPI
-//     source. Node topology: three words (sequence number, the rank that should
-//     receive the token), sent to the other nodes' leaders only.
-//   - token   = one message of the token datatype (runtime/wire.hpp), tag 2.
-//   - tag 4 is the trace's clock sync (runtime/trace_clock.hpp), used only while
-//     every rank traces, at creation and at free.
-//   - receives are posted ahead, all MPI_ANY_SOURCE: one for the token and up to 16
-//     for REQUESTs (none where this rank receives no REQUESTs); more REQUESTs wait
-//     in MPI's unexpected queue.
+// Contract. A transport holds the mutex's id on its channel, the committed token
+// datatype, its token receive and every send it starts:
+//   - REQUEST = MPI_UINT64_T words on the channel's requests(), tag = id, MPI_Isend
+//     to every broadcast peer, shape().window at a time: broadcast() posts the first
+//     window, pump() one more per call, so a token sent in between overtakes the
+//     rest. Flat topology: one word (the sequence number), the requester is the MPI
+//     source. Node topology: three words (the sequence number, the rank that should
+//     receive the token, the move of the node's LN copy), sent to the other nodes'
+//     leaders only. They arrive through the channel's shared receives.
+//   - token = one message of the token datatype (runtime/wire.hpp) on the channel's
+//     messages(), tag_token(id). Its receive is posted only while the token may come
+//     here: flat, from a broadcast until the token arrived; node topology, while the
+//     node's request names this rank (want_token()).
 // Every buffer of a pending nonblocking operation keeps its address until the
 // operation completed: send slots live in deques (never moved) and a slot is reused
 // only after all its requests completed. The transport decides nothing about the
@@ -26,20 +25,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/protocol.hpp"
 #include "core/token_layout.hpp"
+#include "runtime/channel.hpp"
 #include "runtime/handles.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/wire.hpp"
 
 namespace tally::detail {
-
-// The message tags on the private communicator.
-inline constexpr int tag_request = 1, tag_token = 2, tag_fault = 3, tag_clock = 4;
 
 class transport {
  public:
@@ -65,21 +63,22 @@ class transport {
     std::int32_t token_self = 0;     // this rank's LN index: its rank or its node
     std::size_t payload_bytes = 0;
     bool with_requester = false;     // REQUEST carries the requester (node topology)
-    int request_receives = 0;        // REQUEST receives to keep posted (0: none)
     std::vector<int> peers;          // where a broadcast goes, in sending order
     std::size_t window = protocol::broadcast_window;  // REQUESTs posted per step (>= 1)
     protocol::token_form form = protocol::token_form::shorter;  // node topology's token body
   };
-  // Takes the duplicate communicator, commits the token datatype and posts the
-  // receives (the token receive at once). Throws tally::error(errc::mpi).
-  void open(comm_handle comm, shape sh);
-  MPI_Comm comm() const noexcept { return comm_.get(); }
+  // Attaches `id` on `ch` and commits the token datatype. Throws tally::error(errc::mpi).
+  void open(std::shared_ptr<channel> ch, std::uint32_t id, shape sh);
+  channel& chan() const noexcept { return *channel_; }
+  std::uint32_t id() const noexcept { return id_; }
 
-  // Tests every posted receive once. The REQUEST receives that completed stay
-  // unposted until repost_requests(); the token receive until the next broadcast()
-  // (no token can come before this rank requests again). Valid until the next test().
-  arrivals test();
-  // Posts again every REQUEST receive that test() completed.
+  // Collects this mutex's REQUESTs from the channel and tests the token receive
+  // once. With `repost` false, the shared REQUEST receives that completed stay
+  // unposted until repost_requests(); the token receive stays unposted until the
+  // next broadcast() or want_token() (no token can come before this rank requests
+  // again). Throws errc::mpi if a FAULT came. Valid until the next test().
+  arrivals test(bool repost = true);
+  // Posts again every shared REQUEST receive that test() completed.
   void repost_requests();
   // The token that test() reported, into `t` (its storage reused) and `payload`;
   // LN as the wire carries it (protocol::ln_t).
@@ -89,9 +88,10 @@ class transport {
   void read_token(std::uint64_t copy, std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue,
                   std::uint64_t& hop, std::span<std::int32_t> route, std::span<std::byte> payload);
 
-  // Posts the token receive again after test() reported a token (flat topology:
-  // broadcast() does it).
-  void repost_token();
+  // Node topology: the token receive is posted iff `named` (the node's request
+  // names this rank), or it is being received. Flat topology: broadcast() posts it.
+  void want_token(bool named);
+  bool token_posted() const noexcept { return token_req_ != MPI_REQUEST_NULL; }
 
   // REQUEST(seq[, requester]) to every broadcast peer. Posts the token receive first
   // if it is not posted.
@@ -121,43 +121,41 @@ class transport {
   // Send slots in use or idle; a reap is worth it when they pile up.
   std::size_t send_slots() const noexcept { return bcasts_.size() + token_sends_.size(); }
 
-  // Cancels and completes every posted receive (teardown, or a failed creation).
+  // Cancels and completes the token receive (teardown, or a failed creation).
   void cancel_receives() noexcept;
 
   // Failures (docs/design.md, "Errors"). A rank whose MPI failed on this mutex tells
-  // every other rank once, best effort: a FAULT message (tag 3) with its error text.
-  // Every rank keeps a FAULT receive posted; test() throws errc::mpi naming the
-  // sender when one arrives, and remote_fault() then stays true.
+  // every other rank once, best effort: a FAULT message with its error text
+  // (channel::notify_fault). test() throws errc::mpi naming the sender when one
+  // arrives, and remote_fault() then stays true.
   void notify_fault(const std::string& what) noexcept;
   bool remote_fault() const noexcept { return remote_fault_; }
-  // Teardown of a faulted mutex, without the protocol's drain: cancels the receives,
-  // lets go of incomplete sends (MPI_Request_free), frees what MPI still accepts.
+  // Teardown of a faulted mutex, without the protocol's drain: cancels the receive,
+  // lets go of incomplete sends (MPI_Request_free), frees what MPI still accepts,
+  // and retires the id (channel::detach).
   void abandon() noexcept;
   // Where REQUESTs sent and tokens sent and received are recorded (may be off).
   void set_trace(trace_log* t) noexcept { trace_ = t; }
-  // Frees the datatype and the communicator; nothing may be pending.
+  // Frees the datatype and gives the id back; nothing may be pending.
   void close();
 
  private:
-  void post_request_recv(std::size_t k);
   void post_token_recv();
 
   using words = std::array<std::uint64_t, 3>;  // a REQUEST: seq [, requester, copy]
 
   shape shape_;
   int words_ = 1;  // per REQUEST
-  comm_handle comm_;
+  std::shared_ptr<channel> channel_;
+  std::uint32_t id_ = 0;
+  bool attached_ = false;
   wire_format wire_;
-  // [0] the token receive, [1] the FAULT receive, [2..] REQUEST receives into
-  // request_bufs_[k - 2].
-  std::vector<MPI_Request> recv_reqs_;
-  std::vector<words> request_bufs_;
+  MPI_Request token_req_ = MPI_REQUEST_NULL;
   std::vector<std::byte> token_buf_;
   int token_count_ = 0;  // units of wire_.type() in the token test() reported
-  std::vector<int> done_idx_;
-  std::vector<MPI_Status> done_status_;
+  std::vector<channel::raw_request> raw_;
   std::vector<request_arrival> arrived_;
-  std::vector<std::size_t> unposted_;  // REQUEST receives to post again
+  std::string fault_text_;
 
   struct bcast_slot {  // one broadcast: a send of the same words to every peer
     words msg{};
@@ -179,12 +177,7 @@ class transport {
   token_slot* staged_ = nullptr;
   bool sends_active_ = false;
 
-  static constexpr std::size_t fault_text_bytes = 512;
-  std::array<char, fault_text_bytes> fault_in_{};
-  // The outgoing FAULT text: heap memory that is never freed once sent, since its
-  // sends are let go of without waiting (a failed peer may never receive them).
-  char* fault_out_ = nullptr;
-  int rank_ = 0, size_ = 1;
+  bool fault_sent_ = false;
   bool remote_fault_ = false;
   trace_log* trace_ = nullptr;
 };

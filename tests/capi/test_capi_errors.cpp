@@ -169,12 +169,16 @@ TEST(CErrors, FreeWhileHoldingReturnsStateAfterFreeing) {
 }
 
 TEST(CErrors, FailedMpiCall) {
+  // A communicator with no mutex yet: its first creation duplicates it.
+  MPI_Comm fresh = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
   tally::test::fail_comm_idup = true;
   tally_mutex m = nullptr;
-  EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, &m), TALLY_ERR_MPI);
+  EXPECT_EQ(tally_mutex_create(fresh, nullptr, &m), TALLY_ERR_MPI);
   EXPECT_EQ(m, nullptr);
   EXPECT_NE(std::strstr(tally_last_error(), "MPI_Comm_idup"), nullptr) << tally_last_error();
   tally::test::fail_comm_idup = false;
+  MPI_Comm_free(&fresh);
 }
 
 TEST(CErrors, EveryCodeHasADistinctDescription) {

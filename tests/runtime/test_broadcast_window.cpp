@@ -1,6 +1,6 @@
 // The windowed REQUEST broadcast (runtime/transport.hpp): a broadcast posts
 // TALLY_BROADCAST_WINDOW REQUESTs per progress step, the rest on later steps. A
-// PMPI layer stamps each REQUEST send (tag 1, MPI_UINT64_T) of this process with
+// PMPI layer stamps each REQUEST send (one MPI_UINT64_T) of this process with
 // the number of MPI_Testsome calls made so far, which every progress step starts
 // with. With a window of 1, every REQUEST of rank 1's broadcast after the first
 // leaves on a later step than the one before it; with the default window (16, above
@@ -30,7 +30,7 @@ extern "C" int MPI_Testsome(int count, MPI_Request reqs[], int* outcount, int in
 
 extern "C" int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                          MPI_Request* req) {
-  if (type == MPI_UINT64_T && tag == 1) {
+  if (type == MPI_UINT64_T && count == 1) {
     const std::lock_guard g(mu);
     request_sends.emplace_back(dest, testsome_calls.load());
   }

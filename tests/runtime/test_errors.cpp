@@ -170,9 +170,12 @@ TEST(CppErrors, FreeWhileHoldingReleasesFreesAndReports) {
 }
 
 TEST(CppErrors, FailedMpiCallIsReportedWithMpisMessage) {
+  // A communicator with no mutex yet: its first creation duplicates it.
+  MPI_Comm fresh = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
   tally::test::fail_comm_idup = true;
   try {
-    tally::mutex m(MPI_COMM_WORLD);
+    tally::mutex m(fresh);
     ADD_FAILURE() << "creation succeeded although MPI_Comm_idup failed";
   } catch (const tally::error& e) {
     EXPECT_EQ(e.code(), errc::mpi);
@@ -180,6 +183,7 @@ TEST(CppErrors, FailedMpiCallIsReportedWithMpisMessage) {
     EXPECT_NE(std::string(e.what()).find("MPI_Comm_idup"), std::string::npos) << e.what();
   }
   tally::test::fail_comm_idup = false;
+  MPI_Comm_free(&fresh);
 }
 
 }  // namespace

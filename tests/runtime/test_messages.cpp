@@ -10,10 +10,12 @@
 
 namespace {
 
-// Counted by the wrappers below. tally sends REQUESTs as one MPI_UINT64_T and the
-// token as one element of its derived datatype; it must use no other send call.
+// Counted by the wrappers below. tally sends REQUESTs as one MPI_UINT64_T, the
+// token as units of its derived datatype and free()'s collective as
+// MPI_UNSIGNED_LONG_LONG; it must use no other send call.
 std::atomic<std::uint64_t> request_sends{0};
 std::atomic<std::uint64_t> token_sends{0};
+std::atomic<std::uint64_t> free_sends{0};
 std::atomic<std::uint64_t> other_sends{0};
 
 }  // namespace
@@ -23,6 +25,8 @@ int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, 
               MPI_Request* req) {
   if (type == MPI_UINT64_T && count == 1)
     ++request_sends;
+  else if (type == MPI_UNSIGNED_LONG_LONG)
+    ++free_sends;
   else
     ++token_sends;
   return PMPI_Isend(buf, count, type, dest, tag, comm, req);

@@ -1,7 +1,8 @@
 // Teardown: free is collective and leaves nothing in flight, also with withdrawn
 // requests outstanding; creating and freeing a thousand times with traffic leaks
 // no communicator, no datatype and no window (topology::node: the node's
-// communicator and shared-memory window).
+// communicator and shared-memory window); the channel's two communicators go
+// when the communicator the mutexes were created on is freed.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -110,12 +111,18 @@ TEST(Teardown, CreateAndFreeAThousandTimesWithTraffic) {
   const long wins0 = wins_made - wins_freed;
   const long types_before = types_made;
   const long freed_before = types_freed;
+  // The mutexes' communicator, duplicated through the counted MPI_Comm_idup: its
+  // first mutex creates the channel (two duplicates), which freeing it frees.
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Request dup = MPI_REQUEST_NULL;
+  MPI_Comm_idup(MPI_COMM_WORLD, &comm, &dup);
+  MPI_Wait(&dup, MPI_STATUS_IGNORE);
   std::uint64_t acquisitions = 0;
   for (int i = 0; i < cycles; ++i) {
     tally::options o;
     o.initial_owner = i % world_size();
     o.progress = i % 10 == 0 ? tally::progress_mode::thread : tally::progress_mode::in_calls;
-    tally::mutex m(MPI_COMM_WORLD, o);
+    tally::mutex m(comm, o);
     if ((i + world_rank()) % 3 == 0) {
       m.lock();
       m.unlock();
@@ -126,6 +133,9 @@ TEST(Teardown, CreateAndFreeAThousandTimesWithTraffic) {
     // The destructor frees collectively.
   }
   EXPECT_GT(global_sum(acquisitions), 0u);
+  // Left: the communicator and its channel's two duplicates, until it is freed.
+  EXPECT_EQ(comms_made - comms_freed, comms0 + 3);
+  MPI_Comm_free(&comm);
   EXPECT_EQ(comms_made - comms_freed, comms0);
   EXPECT_EQ(wins_made - wins_freed, wins0);
   if (tally::test::run_topology() == "node") {

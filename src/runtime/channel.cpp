@@ -1,0 +1,269 @@
+#include "runtime/channel.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+namespace tally::detail {
+
+namespace {
+
+// REQUEST receives kept posted per channel: enough that a burst of broadcasts lands
+// in posted buffers rather than MPI's unexpected-message queue.
+constexpr int max_posted_requests = 16;
+
+// The cache: each cached channel, owned here, and the communicator it is cached on.
+struct cache_entry {
+  std::shared_ptr<channel> ch;
+  MPI_Comm comm;
+};
+std::mutex cache_mu;
+std::unordered_map<channel*, cache_entry> cache;
+int keyval = MPI_KEYVAL_INVALID;
+
+int uncache(MPI_Comm, int, void* value, void*) {
+  std::shared_ptr<channel> dying;  // destroyed outside the lock (it calls MPI)
+  {
+    std::lock_guard lk(cache_mu);
+    const auto it = cache.find(static_cast<channel*>(value));
+    if (it == cache.end()) return MPI_SUCCESS;
+    dying = std::move(it->second.ch);
+    cache.erase(it);
+  }
+  return MPI_SUCCESS;
+}
+
+channel* cached_locked(MPI_Comm comm) {
+  if (keyval == MPI_KEYVAL_INVALID) return nullptr;
+  void* value = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(comm, keyval, &value, &found), "MPI_Comm_get_attr");
+  return found ? static_cast<channel*>(value) : nullptr;
+}
+
+}  // namespace
+
+std::shared_ptr<channel> channel::of(MPI_Comm comm, const waiter& wait) {
+  {
+    std::lock_guard lk(cache_mu);
+    if (channel* c = cached_locked(comm)) return cache.at(c).ch;
+  }
+  std::shared_ptr<channel> c = create(comm, wait);
+  std::lock_guard lk(cache_mu);
+  if (keyval == MPI_KEYVAL_INVALID)
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, uncache, &keyval, nullptr), "MPI_Comm_create_keyval");
+  check_mpi(MPI_Comm_set_attr(comm, keyval, c.get()), "MPI_Comm_set_attr");
+  cache.emplace(c.get(), cache_entry{c, comm});
+  return c;
+}
+
+std::shared_ptr<channel> channel::create(MPI_Comm comm, const waiter& wait) {
+  std::shared_ptr<channel> c(new channel);
+  c->open(comm, wait);
+  return c;
+}
+
+std::uint32_t channel::proposal(MPI_Comm comm) {
+  std::lock_guard lk(cache_mu);
+  channel* c = cached_locked(comm);
+  return c ? c->lowest_free() : 0;
+}
+
+void channel::finalize_all() noexcept {
+  std::vector<MPI_Comm> comms;
+  {
+    std::lock_guard lk(cache_mu);
+    for (const auto& [c, e] : cache) comms.push_back(e.comm);
+  }
+  for (MPI_Comm comm : comms) MPI_Comm_delete_attr(comm, keyval);  // uncache() runs
+}
+
+void channel::open(MPI_Comm comm, const waiter& wait) {
+  MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  check_mpi(MPI_Comm_idup(comm, requests_.out(), &reqs[0]), "MPI_Comm_idup");
+  check_mpi(MPI_Comm_idup(comm, messages_.out(), &reqs[1]), "MPI_Comm_idup");
+  wait(reqs[0], "MPI_Comm_idup");
+  wait(reqs[1], "MPI_Comm_idup");
+  for (MPI_Comm c : {requests_.get(), messages_.get()})
+    check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
+  void* ub = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
+  const long long tag_ub = found ? *static_cast<int*>(ub) : 32767;  // the least the standard allows
+  max_id_ = static_cast<std::uint32_t>((tag_ub - first_mutex_tag - 1) / 2);
+  if (size_ < 2) return;  // nobody to hear from
+  const std::size_t posted = static_cast<std::size_t>(std::min(size_ - 1, max_posted_requests));
+  reqs_.assign(1 + posted, MPI_REQUEST_NULL);
+  bufs_.resize(posted);
+  done_idx_.resize(reqs_.size());
+  done_status_.resize(reqs_.size());
+  std::lock_guard lk(mu_);
+  check_mpi(MPI_Irecv(fault_in_.data(), static_cast<int>(fault_in_.size()), MPI_CHAR, MPI_ANY_SOURCE, tag_fault,
+                      messages_.get(), &reqs_[0]),
+            "MPI_Irecv(FAULT)");
+  for (std::size_t k = 1; k < reqs_.size(); ++k) post_locked(k);
+}
+
+channel::~channel() {
+  if (!mpi_usable()) return;
+  for (MPI_Request& r : reqs_) {
+    if (r == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+}
+
+void channel::post_locked(std::size_t k) {
+  check_mpi(MPI_Irecv(bufs_[k - 1].data(), static_cast<int>(max_words), MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                      requests_.get(), &reqs_[k]),
+            "MPI_Irecv(REQUEST)");
+}
+
+channel::member& channel::member_locked(std::uint32_t id) { return members_[id]; }
+
+std::uint32_t channel::lowest_free(std::uint32_t from) const {
+  std::lock_guard lk(mu_);
+  const auto it = free_below_.lower_bound(from);
+  if (it != free_below_.end()) return *it;
+  return std::max(from, next_);
+}
+
+void channel::attach(std::uint32_t id) {
+  std::lock_guard lk(mu_);
+  if (id >= next_) {
+    for (std::uint32_t k = next_; k < id; ++k) free_below_.insert(k);
+    next_ = id + 1;
+  } else {
+    free_below_.erase(id);
+  }
+  member_locked(id).attached = true;
+}
+
+void channel::detach(std::uint32_t id, bool retire) noexcept {
+  std::lock_guard lk(mu_);
+  if (retire) {
+    member_locked(id).retired = true;
+    return;
+  }
+  members_.erase(id);
+  if (id + 1 == next_) {
+    --next_;
+    while (next_ > 0 && free_below_.erase(next_ - 1) != 0) --next_;
+  } else {
+    free_below_.insert(id);
+  }
+}
+
+void channel::repost_locked() {
+  for (std::size_t k : unposted_) post_locked(k);
+  unposted_.clear();
+}
+
+void channel::repost() {
+  std::lock_guard lk(mu_);
+  repost_locked();
+}
+
+void channel::test_locked() {
+  if (reqs_.empty()) return;
+  int count = 0;
+  check_mpi(MPI_Testsome(static_cast<int>(reqs_.size()), reqs_.data(), &count, done_idx_.data(), done_status_.data()),
+            "MPI_Testsome");
+  if (count == MPI_UNDEFINED) return;
+  for (std::size_t c = 0; c < static_cast<std::size_t>(count); ++c) {
+    const auto k = static_cast<std::size_t>(done_idx_[c]);
+    const MPI_Status& st = done_status_[c];
+    if (k == 0) {  // a FAULT: the id, then the text
+      int chars = 0;
+      MPI_Get_count(&st, MPI_CHAR, &chars);
+      std::uint64_t id = 0;
+      const auto len = static_cast<std::size_t>(std::max(chars, 0));
+      if (len >= sizeof id) {
+        std::memcpy(&id, fault_in_.data(), sizeof id);
+        member_locked(static_cast<std::uint32_t>(id)).fault =
+            "rank " + std::to_string(st.MPI_SOURCE) + " of this mutex failed and made it unusable on every rank: " +
+            std::string(fault_in_.data() + sizeof id, len - sizeof id);
+      }
+      check_mpi(MPI_Irecv(fault_in_.data(), static_cast<int>(fault_in_.size()), MPI_CHAR, MPI_ANY_SOURCE, tag_fault,
+                          messages_.get(), &reqs_[0]),
+                "MPI_Irecv(FAULT)");
+      continue;
+    }
+    raw_request r;
+    r.source = st.MPI_SOURCE;
+    check_mpi(MPI_Get_count(&st, MPI_UINT64_T, &r.words), "MPI_Get_count(REQUEST)");
+    r.w = bufs_[k - 1];
+    member_locked(static_cast<std::uint32_t>(st.MPI_TAG)).inbox.push_back(r);
+    unposted_.push_back(k);
+  }
+}
+
+void channel::collect(std::uint32_t id, std::vector<raw_request>& out, bool repost, std::string& fault) {
+  std::lock_guard lk(mu_);
+  repost_locked();
+  test_locked();
+  if (repost) repost_locked();
+  const auto it = members_.find(id);
+  if (it == members_.end()) return;
+  member& m = it->second;
+  if (!m.inbox.empty()) {
+    out.insert(out.end(), m.inbox.begin(), m.inbox.end());
+    m.inbox.clear();
+  }
+  if (!m.fault.empty()) fault = std::move(m.fault), m.fault.clear();
+}
+
+void channel::notify_fault(std::uint32_t id, const std::string& what) noexcept {
+  if (size_ < 2 || !messages_) return;
+  // Never freed: its sends are let go of without waiting (a failed peer may never
+  // receive them).
+  char* text = new (std::nothrow) char[fault_bytes];
+  if (!text) return;
+  const std::uint64_t word = id;
+  std::memcpy(text, &word, sizeof word);
+  const std::size_t len = std::min(what.size(), fault_bytes - sizeof word);
+  std::memcpy(text + sizeof word, what.data(), len);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (MPI_Isend(text, static_cast<int>(sizeof word + len), MPI_CHAR, r, tag_fault, messages_.get(), &req) ==
+        MPI_SUCCESS)
+      MPI_Request_free(&req);
+  }
+}
+
+std::uint64_t channel::allreduce_sum(std::uint32_t id, std::uint64_t value, const waiter& wait) {
+  // Binomial tree rooted at rank 0: rank r's parent is r with its lowest set bit
+  // cleared; its children are r + m for every power of two m below that bit.
+  const int tag = tag_collective(id);
+  MPI_Comm c = messages_.get();
+  int top = 1;  // the lowest set bit of rank_ (rank 0: above every child)
+  while (top < size_ && (rank_ & top) == 0) top <<= 1;
+  if (rank_ == 0) top = size_ > 1 ? size_ * 2 : 1;
+  std::uint64_t sum = value;
+  for (int m = 1; m < top && rank_ + m < size_; m <<= 1) {
+    std::uint64_t part = 0;
+    MPI_Request req = MPI_REQUEST_NULL;
+    check_mpi(MPI_Irecv(&part, 1, MPI_UNSIGNED_LONG_LONG, rank_ + m, tag, c, &req), "MPI_Irecv(free)");
+    wait(req, "MPI_Irecv(free)");
+    sum += part;
+  }
+  if (rank_ != 0) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    check_mpi(MPI_Isend(&sum, 1, MPI_UNSIGNED_LONG_LONG, rank_ - top, tag, c, &req), "MPI_Isend(free)");
+    wait(req, "MPI_Isend(free)");
+    check_mpi(MPI_Irecv(&sum, 1, MPI_UNSIGNED_LONG_LONG, rank_ - top, tag, c, &req), "MPI_Irecv(free)");
+    wait(req, "MPI_Irecv(free)");
+  }
+  std::vector<MPI_Request> down;
+  for (int m = 1; m < top && rank_ + m < size_; m <<= 1) {
+    down.push_back(MPI_REQUEST_NULL);
+    check_mpi(MPI_Isend(&sum, 1, MPI_UNSIGNED_LONG_LONG, rank_ + m, tag, c, &down.back()), "MPI_Isend(free)");
+  }
+  for (MPI_Request& r : down) wait(r, "MPI_Isend(free)");
+  return sum;
+}
+
+}  // namespace tally::detail

@@ -1,0 +1,137 @@
+// runtime/channel.hpp — the messages of every mutex created on one communicator.
+//
+// Contract. A channel owns two duplicates of a user's communicator (errors
+// returned, not fatal) and carries the messages of every mutex created on it. Each
+// mutex holds an id, the same on every rank, that its messages carry in their tag:
+//   requests()  REQUESTs only, tag = id. The channel keeps up to 16 receives posted
+//               (MPI_ANY_SOURCE, MPI_ANY_TAG) for all its mutexes together, and files
+//               each REQUEST that completes in the inbox of its mutex (a REQUEST for
+//               an id not attached yet waits until attach()).
+//   messages()  the token (tag_token(id)), free's collectives (tag_collective(id)),
+//               FAULT texts (tag_fault, the id in the message's first word) and the
+//               clock sync (tag_clock, private channels only). The channel keeps one
+//               FAULT receive posted; a mutex posts its own token receive, and only
+//               while the token may come to it, so posted receives do not grow with
+//               the number of mutexes.
+// A channel is cached on the user's communicator as an MPI attribute, so the k-th
+// mutex created on a communicator allocates no communicator; it lives until that
+// communicator is freed (its delete callback) or MPI_Finalize (finalize_all()),
+// and after that until its last mutex is freed. A traced mutex gets a private
+// channel (its clock sync runs MPI collectives on it) that dies with it.
+// Ids: creation agrees on one across the user's communicator (lifecycle.cpp); an
+// id is reused once its mutex's free() has completed on this rank, never after a
+// fault (a late FAULT or REQUEST could name it). Thread-safe: one mutex guards the
+// shared receives and the inboxes; MPI calls on a mutex's own operations are its
+// engine's business.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/handles.hpp"
+
+namespace tally::detail {
+
+// The tags on messages(); REQUESTs on requests() are tagged with the id alone.
+inline constexpr int tag_fault = 1, tag_clock = 2, first_mutex_tag = 16;
+inline int tag_token(std::uint32_t id) noexcept { return first_mutex_tag + 2 * static_cast<int>(id); }
+inline int tag_collective(std::uint32_t id) noexcept { return tag_token(id) + 1; }
+
+class channel {
+ public:
+  // Waits for a nonblocking operation while the process keeps making progress.
+  using waiter = std::function<void(MPI_Request&, const char*)>;
+  static constexpr std::size_t max_words = 3;  // the longest REQUEST (node topology)
+  // A REQUEST as it arrived: its sender and its words.
+  struct raw_request {
+    int source = 0;
+    int words = 0;
+    std::array<std::uint64_t, max_words> w{};
+  };
+
+  // The channel cached on `comm`, created (collective over comm) if it has none.
+  static std::shared_ptr<channel> of(MPI_Comm comm, const waiter& wait);
+  // A channel of its own (collective over comm), never cached.
+  static std::shared_ptr<channel> create(MPI_Comm comm, const waiter& wait);
+  // The lowest free id of comm's cached channel, or 0 if it has none (local).
+  static std::uint32_t proposal(MPI_Comm comm);
+  // MPI_Finalize: every cached channel is uncached (and dies once its mutexes have).
+  static void finalize_all() noexcept;
+
+  channel(const channel&) = delete;
+  channel& operator=(const channel&) = delete;
+  ~channel();
+
+  MPI_Comm requests() const noexcept { return requests_.get(); }
+  MPI_Comm messages() const noexcept { return messages_.get(); }
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+  // The largest id whose tags fit MPI_TAG_UB.
+  std::uint32_t max_id() const noexcept { return max_id_; }
+
+  // The lowest id free here that is >= `from`.
+  std::uint32_t lowest_free(std::uint32_t from = 0) const;
+  // Takes id (free here) for a mutex; REQUESTs that came for it early wait in its inbox.
+  void attach(std::uint32_t id);
+  // Gives id back (its mutex is freed: nothing for it can arrive any more); with
+  // `retire`, keeps it taken for good (a faulted mutex).
+  void detach(std::uint32_t id, bool retire = false) noexcept;
+
+  // Tests the shared receives once, files what completed, and moves id's inbox into
+  // `out` (appended). Receives that completed are posted again at once unless
+  // `repost` is false (then: by repost(), or at the next collect()). A FAULT that
+  // came for id: its text (naming the sender) into `fault`, once.
+  void collect(std::uint32_t id, std::vector<raw_request>& out, bool repost, std::string& fault);
+  void repost();
+  // A FAULT for id to every other rank, best effort (runtime/transport.hpp).
+  void notify_fault(std::uint32_t id, const std::string& what) noexcept;
+
+  // Sum of `value` over the ranks, on messages() with tag_collective(id), by
+  // point-to-point messages along a binomial tree, so that the collectives of
+  // different mutexes never need an order between them. Doubles as a barrier. Its
+  // messages are MPI_UNSIGNED_LONG_LONG (REQUESTs: MPI_UINT64_T).
+  std::uint64_t allreduce_sum(std::uint32_t id, std::uint64_t value, const waiter& wait);
+
+ private:
+  channel() = default;
+  void open(MPI_Comm comm, const waiter& wait);
+  void post_locked(std::size_t k);
+  void test_locked();
+  void repost_locked();
+
+  struct member {
+    bool attached = false;
+    bool retired = false;
+    std::vector<raw_request> inbox;
+    std::string fault;  // a FAULT's text, "" if none came
+  };
+  member& member_locked(std::uint32_t id);
+
+  comm_handle requests_, messages_;
+  int rank_ = 0, size_ = 1;
+  std::uint32_t max_id_ = 0;
+
+  mutable std::mutex mu_;
+  // The shared receives: [0] FAULT (on messages()), [1..] REQUEST into bufs_[k - 1].
+  std::vector<MPI_Request> reqs_;
+  std::vector<std::array<std::uint64_t, max_words>> bufs_;
+  static constexpr std::size_t fault_bytes = 520;  // the id word, then the text
+  std::array<char, fault_bytes> fault_in_{};
+  std::vector<int> done_idx_;
+  std::vector<MPI_Status> done_status_;
+  std::vector<std::size_t> unposted_;
+  std::unordered_map<std::uint32_t, member> members_;  // attached, retired, or early news
+  std::set<std::uint32_t> free_below_;  // free ids below next_
+  std::uint32_t next_ = 0;              // every id >= next_ is free
+};
+
+}  // namespace tally::detail

@@ -21,6 +21,10 @@ std::mutex cache_mu;
 std::unordered_map<channel*, cache_entry> cache;
 int keyval = MPI_KEYVAL_INVALID;
 
+// Every live channel, for poll_all().
+std::mutex live_mu;
+std::vector<channel*> live;
+
 int uncache(MPI_Comm, int, void* value, void*) {
   std::shared_ptr<channel> dying;  // destroyed outside the lock (it calls MPI)
   {
@@ -60,7 +64,16 @@ std::shared_ptr<channel> channel::of(MPI_Comm comm, const waiter& wait) {
 std::shared_ptr<channel> channel::create(MPI_Comm comm, const waiter& wait) {
   std::shared_ptr<channel> c(new channel);
   c->open(comm, wait);
+  std::lock_guard lk(live_mu);
+  live.push_back(c.get());
   return c;
+}
+
+void channel::poll_all() noexcept {
+  std::unique_lock lk(live_mu, std::try_to_lock);
+  if (!lk.owns_lock()) return;  // another thread is polling them
+  for (channel* c : live)
+    if (c->listeners_.load(std::memory_order_relaxed) > 0) (void)c->step();
 }
 
 std::uint32_t channel::proposal(MPI_Comm comm) {
@@ -107,6 +120,11 @@ void channel::open(MPI_Comm comm, const waiter& wait) {
 }
 
 channel::~channel() {
+  progress_.stop();
+  {
+    std::lock_guard lk(live_mu);
+    live.erase(std::remove(live.begin(), live.end(), this), live.end());
+  }
   if (!mpi_usable()) return;
   for (MPI_Request& r : reqs_) {
     if (r == MPI_REQUEST_NULL) continue;
@@ -130,7 +148,7 @@ std::uint32_t channel::lowest_free(std::uint32_t from) const {
   return std::max(from, next_);
 }
 
-void channel::attach(std::uint32_t id) {
+void channel::attach(std::uint32_t id, std::function<void()> notify) {
   std::lock_guard lk(mu_);
   if (id >= next_) {
     for (std::uint32_t k = next_; k < id; ++k) free_below_.insert(k);
@@ -138,13 +156,18 @@ void channel::attach(std::uint32_t id) {
   } else {
     free_below_.erase(id);
   }
-  member_locked(id).attached = true;
+  member& m = member_locked(id);
+  m.attached = true;
+  m.notify = std::move(notify);
+  if (!m.inbox.empty() || !m.fault.empty()) m.notify();
 }
 
 void channel::detach(std::uint32_t id, bool retire) noexcept {
   std::lock_guard lk(mu_);
   if (retire) {
-    member_locked(id).retired = true;
+    member& m = member_locked(id);
+    m.retired = true;
+    m.notify = nullptr;
     return;
   }
   members_.erase(id);
@@ -166,12 +189,12 @@ void channel::repost() {
   repost_locked();
 }
 
-void channel::test_locked() {
-  if (reqs_.empty()) return;
+bool channel::test_locked() {
+  if (reqs_.empty()) return false;
   int count = 0;
   check_mpi(MPI_Testsome(static_cast<int>(reqs_.size()), reqs_.data(), &count, done_idx_.data(), done_status_.data()),
             "MPI_Testsome");
-  if (count == MPI_UNDEFINED) return;
+  if (count == MPI_UNDEFINED || count == 0) return false;
   for (std::size_t c = 0; c < static_cast<std::size_t>(count); ++c) {
     const auto k = static_cast<std::size_t>(done_idx_[c]);
     const MPI_Status& st = done_status_[c];
@@ -182,9 +205,11 @@ void channel::test_locked() {
       const auto len = static_cast<std::size_t>(std::max(chars, 0));
       if (len >= sizeof id) {
         std::memcpy(&id, fault_in_.data(), sizeof id);
-        member_locked(static_cast<std::uint32_t>(id)).fault =
-            "rank " + std::to_string(st.MPI_SOURCE) + " of this mutex failed and made it unusable on every rank: " +
-            std::string(fault_in_.data() + sizeof id, len - sizeof id);
+        member& m = member_locked(static_cast<std::uint32_t>(id));
+        m.fault = "rank " + std::to_string(st.MPI_SOURCE) +
+                  " of this mutex failed and made it unusable on every rank: " +
+                  std::string(fault_in_.data() + sizeof id, len - sizeof id);
+        if (m.notify) m.notify();
       }
       check_mpi(MPI_Irecv(fault_in_.data(), static_cast<int>(fault_in_.size()), MPI_CHAR, MPI_ANY_SOURCE, tag_fault,
                           messages_.get(), &reqs_[0]),
@@ -195,15 +220,64 @@ void channel::test_locked() {
     r.source = st.MPI_SOURCE;
     check_mpi(MPI_Get_count(&st, MPI_UINT64_T, &r.words), "MPI_Get_count(REQUEST)");
     r.w = bufs_[k - 1];
-    member_locked(static_cast<std::uint32_t>(st.MPI_TAG)).inbox.push_back(r);
+    member& m = member_locked(static_cast<std::uint32_t>(st.MPI_TAG));
+    m.inbox.push_back(r);
+    if (m.notify) m.notify();
     unposted_.push_back(k);
   }
+  return true;
+}
+
+progress_thread::found channel::step() noexcept {
+  std::unique_lock lk(mu_, std::try_to_lock);
+  if (!lk.owns_lock()) return progress_thread::found::watching;
+  if (!broken_.empty()) return progress_thread::found::idle;
+  bool any = false;
+  try {
+    repost_locked();
+    any = test_locked();
+    repost_locked();
+  } catch (const std::exception& e) {
+    // The shared receives are unusable: every mutex of the channel fails with it.
+    broken_ = e.what();
+    for (auto& [id, m] : members_) {
+      if (!m.attached || m.retired) continue;
+      m.fault = broken_;
+      if (m.notify) m.notify();
+    }
+    return progress_thread::found::idle;
+  }
+  if (any) return progress_thread::found::busy;
+  return listeners_.load(std::memory_order_relaxed) > 0 ? progress_thread::found::watching
+                                                         : progress_thread::found::idle;
+}
+
+void channel::listen(bool on) noexcept {
+  if (!on) {
+    listeners_.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  listeners_.fetch_add(1, std::memory_order_relaxed);
+  progress_.nudge();
+}
+
+void channel::use_thread(const poll_policy& policy) {
+  std::lock_guard lk(mu_);
+  if (thread_users_++ == 0) progress_.start(policy, [this] { return step(); });
+}
+
+void channel::unuse_thread() noexcept {
+  // stop() waits for a step of the channel in progress: step() only tries mu_.
+  std::lock_guard lk(mu_);
+  if (--thread_users_ == 0) progress_.stop();
 }
 
 void channel::collect(std::uint32_t id, std::vector<raw_request>& out, bool repost, std::string& fault) {
   std::lock_guard lk(mu_);
-  repost_locked();
-  test_locked();
+  if (broken_.empty()) {
+    repost_locked();
+    (void)test_locked();
+  }
   if (repost) repost_locked();
   const auto it = members_.find(id);
   if (it == members_.end()) return;

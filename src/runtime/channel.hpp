@@ -18,6 +18,13 @@
 // communicator is freed (its delete callback) or MPI_Finalize (finalize_all()),
 // and after that until its last mutex is freed. A traced mutex gets a private
 // channel (its clock sync runs MPI collectives on it) that dies with it.
+// Progress: a REQUEST filed for a mutex calls its `notify` (the engine's: a nudge of
+// its progress membership, or a turn in registry::poll_others). A mutex whose
+// token is here listens (listen()); while any does, the channel itself is watched
+// by the process's progress thread (when a mutex in thread mode uses it) and
+// tested by every paced round of registry::poll_others (poll_all()), so that
+// answering for a thousand idle tokens costs one test of the shared receives, not
+// a poll of each mutex (docs/design.md, "Progress").
 // Ids: creation agrees on one across the user's communicator (lifecycle.cpp); an
 // id is reused once its mutex's free() has completed on this rank, never after a
 // fault (a late FAULT or REQUEST could name it). Thread-safe: one mutex guards the
@@ -28,6 +35,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,6 +46,7 @@
 #include <vector>
 
 #include "runtime/handles.hpp"
+#include "runtime/progress_thread.hpp"
 
 namespace tally::detail {
 
@@ -80,8 +89,10 @@ class channel {
 
   // The lowest id free here that is >= `from`.
   std::uint32_t lowest_free(std::uint32_t from = 0) const;
-  // Takes id (free here) for a mutex; REQUESTs that came for it early wait in its inbox.
-  void attach(std::uint32_t id);
+  // Takes id (free here) for a mutex; REQUESTs that came for it early wait in its
+  // inbox. `notify` is called (the channel's lock held: it must only flag work,
+  // never call back into the channel) whenever REQUESTs or a FAULT are filed for id.
+  void attach(std::uint32_t id, std::function<void()> notify);
   // Gives id back (its mutex is freed: nothing for it can arrive any more); with
   // `retire`, keeps it taken for good (a faulted mutex).
   void detach(std::uint32_t id, bool retire = false) noexcept;
@@ -95,6 +106,16 @@ class channel {
   // A FAULT for id to every other rank, best effort (runtime/transport.hpp).
   void notify_fault(std::uint32_t id, const std::string& what) noexcept;
 
+  // A mutex whose token is here starts (true) or stops listening.
+  void listen(bool on) noexcept;
+  // A mutex in progress_mode::thread starts or stops using the channel: the channel
+  // is a member of the progress thread while any does (policy: the first one's).
+  void use_thread(const poll_policy& policy);
+  void unuse_thread() noexcept;
+  // Tests the shared receives of every channel with listeners once, never
+  // blocking (registry::poll_others).
+  static void poll_all() noexcept;
+
   // Sum of `value` over the ranks, on messages() with tag_collective(id), by
   // point-to-point messages along a binomial tree, so that the collectives of
   // different mutexes never need an order between them. Doubles as a barrier. Its
@@ -105,12 +126,16 @@ class channel {
   channel() = default;
   void open(MPI_Comm comm, const waiter& wait);
   void post_locked(std::size_t k);
-  void test_locked();
+  // Files what completed; true if anything did.
+  bool test_locked();
   void repost_locked();
+  // One test, if the lock is free (the progress thread's step, poll_all()).
+  progress_thread::found step() noexcept;
 
   struct member {
     bool attached = false;
     bool retired = false;
+    std::function<void()> notify;
     std::vector<raw_request> inbox;
     std::string fault;  // a FAULT's text, "" if none came
   };
@@ -132,6 +157,10 @@ class channel {
   std::unordered_map<std::uint32_t, member> members_;  // attached, retired, or early news
   std::set<std::uint32_t> free_below_;  // free ids below next_
   std::uint32_t next_ = 0;              // every id >= next_ is free
+  std::string broken_;                  // an MPI failure of the shared receives
+  std::atomic<int> listeners_{0};
+  int thread_users_ = 0;  // guarded by mu_
+  progress_thread progress_;
 };
 
 }  // namespace tally::detail

@@ -40,6 +40,14 @@ void engine::send_token(protocol::rank_t to) {
   std::optional<protocol::token> t = peer_.take_token();
   transport_.send_token(to, *t, payload_);
   spare_ = std::move(*t);  // its storage receives the next token
+  listen_locked();
+}
+
+void engine::listen_locked() noexcept {
+  const bool want = !node_ && live_ && !fault_ && peer_.holds_token();
+  if (want == listening_) return;
+  listening_ = want;
+  transport_.chan().listen(want);
 }
 
 bool engine::progress_locked(bool repost) {
@@ -56,6 +64,7 @@ bool engine::progress_locked(bool repost) {
   if (a.token) {
     transport_.read_token(spare_, payload_);
     execute(peer_.on_token(std::move(spare_)), "token received");
+    listen_locked();
     if (async_ && async_->st == acquisition::state::pending &&
         peer_.mode() == protocol::mode::in_cs)
       async_acquired_locked();
@@ -72,7 +81,8 @@ bool engine::progress_locked(bool repost) {
 bool engine::attention_locked(bool after_event) const noexcept {
   if (async_ != nullptr || transport_.sends_active()) return true;
   if (node_) return after_event ? node_attention_ : node_attention_locked();
-  return (peer_.holds_token() && peer_.mode() == protocol::mode::idle) || peer_.withdrawn();
+  // An idle token here needs no watching of its own: the channel listens for it.
+  return peer_.withdrawn();
 }
 
 // --- the acquisition, flat or node ----------------------------------------------------
@@ -310,6 +320,7 @@ void engine::fault_locked(std::exception_ptr e) noexcept {
   settle_fast_locked();
   if (fault_) return;
   fault_ = std::move(e);
+  listen_locked();
   if (!transport_.remote_fault()) notify_fault_locked();
   slot_.wake_all();
 }

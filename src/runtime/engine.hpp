@@ -172,6 +172,9 @@ class engine : public std::enable_shared_from_this<engine> {
   // Returns true if any message arrived. mu_ held. With repost false, the channel's
   // REQUEST receives that completed stay unposted until transport_.repost_requests().
   bool progress_locked(bool repost = true);
+  // Keeps the channel told whether this rank holds the token (flat topology), so
+  // that a REQUEST for it gets a turn without this engine being polled. mu_ held.
+  void listen_locked() noexcept;
   // The progress thread's step: progress_locked() if mu_ is free and all is well.
   progress_thread::found progress_from_thread() noexcept;
   void require_live() const;  // throws errc::state after free/finalize, or a kept fault
@@ -210,6 +213,8 @@ class engine : public std::enable_shared_from_this<engine> {
   rank_slot slot_;
   unlock_pacing pacing_;
   bool live_ = true;
+  bool listening_ = false;     // the channel counts this mutex as a listener
+  bool using_thread_ = false;  // registered with the channel's thread (use_thread)
   std::exception_ptr fault_;        // an MPI failure, here or on another rank (fault())
   // One offset sample of the timeline's clock (collective over comm).
   void sync_trace_clock(MPI_Comm comm);

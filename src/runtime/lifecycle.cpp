@@ -231,12 +231,25 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
       std::copy(initial_payload.begin(), initial_payload.end(), payload_.begin());
   }
   fast_allowed_ = !node_ && !trace_.on();
+  const bool thread = opts_.progress == progress_mode::thread;
   registry::add(this);
   try {
-    transport_.open(std::move(ch), static_cast<std::uint32_t>(id), std::move(sh));
-    if (opts_.progress == progress_mode::thread)
+    // REQUESTs filed for this mutex by any poll of the channel: its thread's turn,
+    // or (in_calls) one in the next round of registry::poll_others.
+    std::function<void()> notify = [this] { progress_.nudge(); };
+    if (!thread) notify = [this] { registry::ready(this); };
+    transport_.open(std::move(ch), static_cast<std::uint32_t>(id), std::move(sh), std::move(notify));
+    if (thread) {
+      transport_.chan().use_thread(opts_.polling);
+      using_thread_ = true;
       progress_.start(opts_.polling, [this] { return progress_from_thread(); });
+    }
+    std::lock_guard lk(mu_);
+    listen_locked();
   } catch (...) {
+    progress_.stop();
+    if (using_thread_) transport_.chan().unuse_thread();
+    using_thread_ = false;
     registry::remove(this);
     transport_.cancel_receives();
     try {
@@ -300,7 +313,10 @@ void engine::free(bool at_finalize) {
   settle_fast_locked();
   if (!live_) fail(errc::state, "free: mutex already freed");
   registry::remove(this);
+  if (using_thread_) transport_.chan().unuse_thread();
+  using_thread_ = false;
   live_ = false;  // from here on, other threads' calls fail with errc::state
+  listen_locked();  // off: free's own polls answer from here on
   slot_.wake_all();
   if (fault_) {
     free_faulted_locked();

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/channel.hpp"
@@ -31,6 +32,14 @@ constexpr std::size_t others_slice = 4;
 constexpr std::uint64_t others_factor = 16;
 std::size_t cursor = 0;                // guarded by mu: the next engine's turn
 std::atomic<std::uint64_t> due{0};     // ticks() before which no round starts
+
+// In-calls engines that a channel filed REQUESTs for (ready()), polled first in the
+// next round. Its own lock: ready() runs under a channel's lock.
+std::mutex ready_mu;
+std::unordered_set<const engine*> eligible;  // in_calls engines not yet removed
+std::unordered_set<const engine*> queued;    // in `ready`
+std::vector<engine*> ready_list;
+std::atomic<bool> any_ready{false};
 
 void publish_size() {  // mu held
   count.store(polled.size(), std::memory_order_relaxed);
@@ -81,8 +90,19 @@ void add(engine* e) {
   hook_finalize();
   std::lock_guard lk(mu);
   live.push_back(e);
-  if (e->progress() == progress_mode::in_calls) polled.push_back(e);
+  if (e->progress() == progress_mode::in_calls) {
+    polled.push_back(e);
+    std::lock_guard rl(ready_mu);
+    eligible.insert(e);
+  }
   publish_size();
+}
+
+void ready(engine* e) noexcept {
+  std::lock_guard rl(ready_mu);
+  if (!eligible.count(e) || !queued.insert(e).second) return;
+  ready_list.push_back(e);
+  any_ready.store(true, std::memory_order_relaxed);
 }
 
 void poll_others(const engine* self) noexcept {
@@ -98,6 +118,22 @@ void poll_others(const engine* self) noexcept {
   if (t0 < due.load(std::memory_order_relaxed)) return;
   std::unique_lock lk(mu, std::try_to_lock);
   if (!lk.owns_lock()) return;  // another thread is polling them
+  // The channels first: REQUESTs for idle tokens here make their engines ready.
+  channel::poll_all();
+  if (any_ready.load(std::memory_order_relaxed)) {
+    std::vector<engine*> now;
+    {
+      std::lock_guard rl(ready_mu);
+      now.swap(ready_list);
+      queued.clear();
+      any_ready.store(false, std::memory_order_relaxed);
+    }
+    // Engines removed meanwhile wait in free() for mu (held here) to take them
+    // out of `polled`: each one here is still alive.
+    for (engine* e : now)
+      if (e != self) e->poll_nowait();
+  }
+  // Then a few in turn: withdrawn requests, sends in flight.
   const std::size_t n = polled.size();
   for (std::size_t k = 0; k < std::min(n, others_slice); ++k) {
     engine* e = polled[cursor++ % n];
@@ -109,6 +145,11 @@ void poll_others(const engine* self) noexcept {
 
 void remove(engine* e) noexcept {
   std::lock_guard lk(mu);
+  {
+    std::lock_guard rl(ready_mu);
+    eligible.erase(e);
+    if (queued.erase(e)) ready_list.erase(std::remove(ready_list.begin(), ready_list.end(), e), ready_list.end());
+  }
   live.erase(std::remove(live.begin(), live.end(), e), live.end());
   polled.erase(std::remove(polled.begin(), polled.end(), e), polled.end());
   publish_size();

@@ -20,6 +20,9 @@ void remove(engine* e) noexcept;
 // A rank that waits inside one mutex may hold other mutexes' tokens idle; with
 // inline progress they would otherwise go unanswered and ranks could deadlock.
 void poll_others(const engine* self) noexcept;
+// A channel filed REQUESTs for `e` (in_calls): polled in the next round of
+// poll_others(). Takes only its own lock (callers hold a channel's).
+void ready(engine* e) noexcept;
 }  // namespace registry
 
 }  // namespace tally::detail

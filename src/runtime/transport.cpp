@@ -14,7 +14,7 @@ bool all_null(const std::vector<MPI_Request>& reqs) {
 }
 }  // namespace
 
-void transport::open(std::shared_ptr<channel> ch, std::uint32_t id, shape sh) {
+void transport::open(std::shared_ptr<channel> ch, std::uint32_t id, shape sh, std::function<void()> notify) {
   channel_ = std::move(ch);
   id_ = id;
   shape_ = std::move(sh);
@@ -22,7 +22,7 @@ void transport::open(std::shared_ptr<channel> ch, std::uint32_t id, shape sh) {
                             sizeof(std::uint64_t));
   wire_ = wire_format(shape_.token_entries, shape_.payload_bytes, shape_.node_of, shape_.token_self, shape_.form);
   token_buf_.assign(wire_.bytes(), std::byte{0});
-  channel_->attach(id_);
+  channel_->attach(id_, std::move(notify));
   attached_ = true;
 }
 

@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -67,8 +68,9 @@ class transport {
     std::size_t window = protocol::broadcast_window;  // REQUESTs posted per step (>= 1)
     protocol::token_form form = protocol::token_form::shorter;  // node topology's token body
   };
-  // Attaches `id` on `ch` and commits the token datatype. Throws tally::error(errc::mpi).
-  void open(std::shared_ptr<channel> ch, std::uint32_t id, shape sh);
+  // Attaches `id` on `ch` (with `notify`: channel::attach) and commits the token
+  // datatype. Throws tally::error(errc::mpi).
+  void open(std::shared_ptr<channel> ch, std::uint32_t id, shape sh, std::function<void()> notify);
   channel& chan() const noexcept { return *channel_; }
   std::uint32_t id() const noexcept { return id_; }
 

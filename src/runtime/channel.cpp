@@ -289,6 +289,11 @@ void channel::collect(std::uint32_t id, std::vector<raw_request>& out, bool repo
   if (!m.fault.empty()) fault = std::move(m.fault), m.fault.clear();
 }
 
+std::shared_ptr<node_arena> channel::arena(const waiter& wait) {
+  if (!arena_) arena_ = std::make_shared<node_arena>(messages_.get(), rank_, size_, wait);
+  return arena_;
+}
+
 void channel::notify_fault(std::uint32_t id, const std::string& what) noexcept {
   if (size_ < 2 || !messages_) return;
   // Never freed: its sends are let go of without waiting (a failed peer may never

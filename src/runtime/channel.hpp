@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "runtime/handles.hpp"
+#include "runtime/node_arena.hpp"
 #include "runtime/progress_thread.hpp"
 
 namespace tally::detail {
@@ -103,6 +104,10 @@ class channel {
   // came for id: its text (naming the sender) into `fault`, once.
   void collect(std::uint32_t id, std::vector<raw_request>& out, bool repost, std::string& fault);
   void repost();
+  // The node topology's shared memory for this channel's mutexes, built (collective
+  // over the communicator) by the first creation that asks. Creation only.
+  std::shared_ptr<node_arena> arena(const waiter& wait);
+
   // A FAULT for id to every other rank, best effort (runtime/transport.hpp).
   void notify_fault(std::uint32_t id, const std::string& what) noexcept;
 
@@ -160,6 +165,7 @@ class channel {
   std::string broken_;                  // an MPI failure of the shared receives
   std::atomic<int> listeners_{0};
   int thread_users_ = 0;  // guarded by mu_
+  std::shared_ptr<node_arena> arena_;  // creation only (ordered on the communicator)
   progress_thread progress_;
 };
 

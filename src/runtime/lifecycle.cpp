@@ -202,9 +202,12 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
     // node holds two or more ranks, and falls back to flat where it cannot be built.
     node_ = std::make_unique<node_level>();
     try {
-      if (!node_->open(ch->messages(), rank_, size_, opts.pass_bound, opts.initial_owner, opts.payload_bytes,
-                       initial_payload, waiter, opts_.topology == topology::automatic))
-        node_.reset();
+      std::shared_ptr<node_arena> arena = ch->arena(waiter);
+      if (opts_.topology == topology::automatic && arena->nodes() == size_)
+        node_.reset();  // every rank has a node of its own: nothing to share
+      else
+        node_->open(std::move(arena), static_cast<std::uint32_t>(id), ch->messages(), rank_, opts.pass_bound,
+                    opts.initial_owner, opts.payload_bytes, initial_payload, waiter);
     } catch (const error&) {
       node_.reset();
       if (opts_.topology == topology::node) throw;
@@ -300,7 +303,7 @@ void engine::free_faulted_locked() {
   if (node_) {
     node_final_ = stats_locked();
     try {
-      node_->close();  // collective over the node: its other ranks were told too
+      node_->close();
     } catch (const error&) {
       // MPI refused: nothing more to do on a faulted mutex.
     }

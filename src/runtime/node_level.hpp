@@ -1,7 +1,7 @@
-// runtime/node_level.hpp — the node topology's shared memory (topology::node).
+// runtime/node_level.hpp — one mutex's shared memory in the node topology.
 //
-// Contract. One MPI shared-memory window per node (MPI_Comm_split_type with
-// MPI_COMM_TYPE_SHARED, allocated by the node's leader, local rank 0) holds:
+// Contract. One slot per mutex in its channel's node arena (runtime/node_arena.hpp),
+// shared by the ranks of a node, holds:
 //   - a spinlock that serializes every transition of the node's protocol::cohort,
 //     whichever rank of the node carries it out, followed at once by the cohort's
 //     state (core/cohort.hpp), so that a local lock or unlock finds both on one line;
@@ -20,54 +20,50 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "core/cohort.hpp"
 #include "runtime/handles.hpp"
+#include "runtime/node_arena.hpp"
 
 namespace tally::detail {
 
 class node_level {
  public:
-  // Waits for a nonblocking collective while the process keeps making progress.
-  using waiter = std::function<void(MPI_Request&, const char*)>;
-
   node_level() = default;
   node_level(const node_level&) = delete;
   node_level& operator=(const node_level&) = delete;
 
-  // Collective over `comm` (size n, this process rank `rank`): splits it by shared
-  // memory, learns every rank's node, allocates and initializes the window (the
-  // token idle on the node of `owner`, whose rank copies `initial_payload` in).
-  // Every rank of comm either succeeds or throws the same tally::error (errc::mpi,
-  // naming the step that failed on some rank). With `shared_only`, every rank
-  // returns false, having allocated nothing, where no node holds two ranks.
-  bool open(MPI_Comm comm, int rank, int n, std::uint32_t pass_bound, int owner, std::size_t payload_bytes,
-            std::span<const std::byte> initial_payload, const waiter& wait, bool shared_only = false);
-  // Collective over the node: frees the window and the node communicator.
+  // Collective over `comm` (the arena's communicator; this process is rank `rank`):
+  // takes the slot of mutex `id` in `arena` and initializes it (the token idle on
+  // the node of `owner`, whose rank copies `initial_payload` in). Every rank of comm
+  // either succeeds or throws the same tally::error (errc::mpi).
+  void open(std::shared_ptr<node_arena> arena, std::uint32_t id, MPI_Comm comm, int rank, std::uint32_t pass_bound,
+            int owner, std::size_t payload_bytes, std::span<const std::byte> initial_payload,
+            const node_arena::waiter& wait);
+  // Lets go of the slot (local: the arena keeps the memory for the id's next mutex).
   void close();
 
   bool is_open() const noexcept { return cohort_.has_value(); }
   protocol::cohort& cohort() noexcept { return *cohort_; }
-  std::int32_t local() const noexcept { return local_; }
-  std::int32_t locals() const noexcept { return static_cast<std::int32_t>(members_.size()); }
-  std::int32_t node() const noexcept { return node_; }
-  std::int32_t nodes() const noexcept { return static_cast<std::int32_t>(leaders_.size()); }
-  bool leader() const noexcept { return local_ == 0; }
+  std::int32_t local() const noexcept { return arena_->local(); }
+  std::int32_t locals() const noexcept { return arena_->locals(); }
+  std::int32_t node() const noexcept { return arena_->node(); }
+  std::int32_t nodes() const noexcept { return arena_->nodes(); }
+  bool leader() const noexcept { return local() == 0; }
   // Leaders of the other nodes, starting after this node (REQUEST destinations).
   std::vector<int> other_leaders() const;
   // The position of node k (not this one) in other_leaders().
   std::size_t peer_index(std::int32_t k) const noexcept {
-    return static_cast<std::size_t>((k - node_ - 1 + 2 * nodes()) % nodes());
+    return static_cast<std::size_t>((k - node() - 1 + 2 * nodes()) % nodes());
   }
-  // The leader (global rank) of every node; node k's ranks; each rank's node.
-  const std::vector<int>& leaders() const noexcept { return leaders_; }
-  const std::vector<std::int32_t>& node_of() const noexcept { return node_of_; }
+  // The leader (global rank) of every node; each rank's node.
+  const std::vector<int>& leaders() const noexcept { return arena_->leaders(); }
+  const std::vector<std::int32_t>& node_of() const noexcept { return arena_->node_of(); }
   std::span<std::byte> payload() const noexcept { return payload_; }
-  MPI_Comm comm() const noexcept { return node_comm_.get(); }
 
   void lock() noexcept;    // the spinlock; spins, then yields
   void unlock() noexcept;
@@ -77,13 +73,9 @@ class node_level {
   bool take_grant() noexcept;
 
  private:
-  comm_handle node_comm_;
-  win_handle win_;
+  std::shared_ptr<node_arena> arena_;
   std::byte* base_ = nullptr;
   std::size_t grants_at_ = 0;  // offset of local rank 0's grant line
-  std::int32_t local_ = 0, node_ = 0;
-  std::vector<std::int32_t> node_of_, members_;
-  std::vector<int> leaders_;
   protocol::cohort_layout layout_{};
   std::optional<protocol::cohort> cohort_;
   std::span<std::byte> payload_;

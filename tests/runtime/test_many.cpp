@@ -1,7 +1,8 @@
 // Many mutexes in one process (docs/design.md, "Progress"): TALLY_TEST_MUTEXES
-// mutexes (default 1000 at 1 or 2 ranks, 100 at more: CI's 2 cores are then
+// mutexes (default 10,000 at 1 or 2 ranks, 1,000 at more: CI's 2 cores are then
 // oversubscribed, and every handoff waits for a descheduled rank) on
-// MPI_COMM_WORLD in each progress mode, created, entered
+// MPI_COMM_WORLD in each progress mode and the topology the test runs with
+// (TALLY_TOPOLOGY), created, entered
 // once by every rank in the same order (so that ranks wait on each other's idle
 // tokens of other mutexes), checked and freed. Each mutex's payload counts its
 // entries and names the rank inside: an entry that finds another rank inside, or a
@@ -28,12 +29,15 @@ struct record {
   std::int64_t inside;  // rank + 1 while a rank is inside, else 0
 };
 
+std::size_t mutexes() {
+  return static_cast<std::size_t>(tally::test::env_count("TALLY_TEST_MUTEXES", world_size() <= 2 ? 10'000 : 1'000));
+}
+
 void run(tally::progress_mode mode) {
   const int me = world_rank(), n = world_size();
-  const auto k = static_cast<std::size_t>(tally::test::env_count("TALLY_TEST_MUTEXES", n <= 2 ? 1000 : 100));
+  const std::size_t k = mutexes();
   tally::options o;
   o.progress = mode;
-  o.topology = tally::topology::flat;
   o.payload_bytes = sizeof(record);
   std::deque<tally::mutex> locks;
   locks.emplace_back(MPI_COMM_WORLD, o);
@@ -84,7 +88,6 @@ void mixed(tally::progress_mode mode) {
   {
     tally::options o;
     o.progress = mode;
-    o.topology = tally::topology::flat;
     o.payload_bytes = sizeof(std::int64_t);
     tally::mutex world(MPI_COMM_WORLD, o), dupped(dup, o), part(split, o), self(MPI_COMM_SELF, o);
     std::deque<tally::mutex> made;
@@ -148,10 +151,10 @@ TEST(Many, MixedCommunicatorsThread) { mixed(tally::progress_mode::thread); }
 // enters every mutex: the one progress thread answers for all of them.
 TEST(Many, HolderOfEveryIdleTokenInABarrier) {
   const int me = world_rank(), n = world_size();
-  const auto k = static_cast<std::size_t>(tally::test::env_count("TALLY_TEST_MUTEXES", n <= 2 ? 1000 : 100));
+  const std::size_t k = mutexes();
   tally::options o;
   o.progress = tally::progress_mode::thread;
-  o.topology = tally::topology::flat;
+  o.topology = tally::topology::flat;  // rank 0 alone can answer for its tokens
   std::deque<tally::mutex> locks;
   while (locks.size() < k) locks.emplace_back(MPI_COMM_WORLD, o);
   std::uint64_t entered = 0;

@@ -392,21 +392,33 @@ TEST(TopologyErrors, NodeLevelFailureOnOneRankFailsEveryRank) {
   const topology_env unset(nullptr);
   for (std::atomic<int>* fault : {&fail_split_on, &fail_window_on}) {
     const bool split = fault == &fail_split_on;
+    // A communicator of its own: the split and the first slab come with its first
+    // node-topology mutex.
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     *fault = victim;
     tally::options node;
     node.topology = tally::topology::node;
-    const std::string msg = expect_error(errc::mpi, [&] { tally::mutex m(MPI_COMM_WORLD, node); });
+    const std::string msg = expect_error(errc::mpi, [&] { tally::mutex m(comm, node); });
     EXPECT_NE(msg.find(split ? "MPI_Comm_split_type" : "MPI_Win_allocate_shared"), std::string::npos) << msg;
     EXPECT_NE(msg.find(world_rank() == victim ? "failed on this rank" : "failed on another rank"), std::string::npos)
         << msg;
     {
-      tally::mutex m(MPI_COMM_WORLD);  // automatic: falls back to flat, and works
+      tally::mutex m(comm);  // automatic: falls back to flat, and works
       EXPECT_EQ(m.topology(), tally::topology::flat);
       m.lock();
       m.unlock();
       tally::test::progress_barrier(MPI_COMM_WORLD, m);
     }
     *fault = -1;
+    {
+      tally::mutex m(comm, node);  // the fault gone: the node topology is built
+      EXPECT_EQ(m.topology(), tally::topology::node);
+      m.lock();
+      m.unlock();
+      tally::test::progress_barrier(MPI_COMM_WORLD, m);
+    }
+    MPI_Comm_free(&comm);
   }
 }
 

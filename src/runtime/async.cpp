@@ -92,6 +92,7 @@ void engine::async_start_locked() {
 void engine::async_acquired_locked() {
   acquisition& a = *async_;
   slot_.enter(a.owner);
+  listen_locked();
   trace_enter_locked();
   a.entry = acquisitions_locked();
   a.st = state::acquired;

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "runtime/pacing.hpp"
+
 namespace tally::detail {
 
 namespace {
@@ -11,6 +13,10 @@ namespace {
 // REQUEST receives kept posted per channel: enough that a burst of broadcasts lands
 // in posted buffers rather than MPI's unexpected-message queue.
 constexpr int max_posted_requests = 16;
+// step() leaves the receives to a mutex's own polls (a waiting lock() makes them
+// back to back) when one collected this recently: two threads testing the same
+// receives only contend inside MPI.
+constexpr double collected_recently_us = 20;
 
 // The cache: each cached channel, owned here, and the communicator it is cached on.
 struct cache_entry {
@@ -189,7 +195,7 @@ void channel::repost() {
   repost_locked();
 }
 
-bool channel::test_locked() {
+bool channel::test_locked(std::optional<std::uint32_t> collector) {
   if (reqs_.empty()) return false;
   int count = 0;
   check_mpi(MPI_Testsome(static_cast<int>(reqs_.size()), reqs_.data(), &count, done_idx_.data(), done_status_.data()),
@@ -220,22 +226,27 @@ bool channel::test_locked() {
     r.source = st.MPI_SOURCE;
     check_mpi(MPI_Get_count(&st, MPI_UINT64_T, &r.words), "MPI_Get_count(REQUEST)");
     r.w = bufs_[k - 1];
-    member& m = member_locked(static_cast<std::uint32_t>(st.MPI_TAG));
+    const auto id = static_cast<std::uint32_t>(st.MPI_TAG);
+    member& m = member_locked(id);
     m.inbox.push_back(r);
-    if (m.notify) m.notify();
+    if (m.notify && collector != id) m.notify();  // the collector takes its own at once
     unposted_.push_back(k);
   }
   return true;
 }
 
 progress_thread::found channel::step() noexcept {
+  const std::uint64_t now = ticks();
+  if (now - last_collect_.load(std::memory_order_relaxed) <
+      static_cast<std::uint64_t>(collected_recently_us * ticks_per_us()))
+    return progress_thread::found::watching;
   std::unique_lock lk(mu_, std::try_to_lock);
   if (!lk.owns_lock()) return progress_thread::found::watching;
   if (!broken_.empty()) return progress_thread::found::idle;
   bool any = false;
   try {
     repost_locked();
-    any = test_locked();
+    any = test_locked(std::nullopt);
     repost_locked();
   } catch (const std::exception& e) {
     // The shared receives are unusable: every mutex of the channel fails with it.
@@ -273,10 +284,11 @@ void channel::unuse_thread() noexcept {
 }
 
 void channel::collect(std::uint32_t id, std::vector<raw_request>& out, bool repost, std::string& fault) {
+  last_collect_.store(ticks(), std::memory_order_relaxed);
   std::lock_guard lk(mu_);
   if (broken_.empty()) {
     repost_locked();
-    (void)test_locked();
+    (void)test_locked(id);
   }
   if (repost) repost_locked();
   const auto it = members_.find(id);

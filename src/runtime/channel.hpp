@@ -40,6 +40,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -131,8 +132,9 @@ class channel {
   channel() = default;
   void open(MPI_Comm comm, const waiter& wait);
   void post_locked(std::size_t k);
-  // Files what completed; true if anything did.
-  bool test_locked();
+  // Files what completed, notifying each mutex but the collector (which takes its
+  // inbox at once); true if anything did.
+  bool test_locked(std::optional<std::uint32_t> collector);
   void repost_locked();
   // One test, if the lock is free (the progress thread's step, poll_all()).
   progress_thread::found step() noexcept;
@@ -164,6 +166,7 @@ class channel {
   std::uint32_t next_ = 0;              // every id >= next_ is free
   std::string broken_;                  // an MPI failure of the shared receives
   std::atomic<int> listeners_{0};
+  std::atomic<std::uint64_t> last_collect_{0};  // ticks() of the last collect()
   int thread_users_ = 0;  // guarded by mu_
   std::shared_ptr<node_arena> arena_;  // creation only (ordered on the communicator)
   progress_thread progress_;

@@ -44,7 +44,7 @@ void engine::send_token(protocol::rank_t to) {
 }
 
 void engine::listen_locked() noexcept {
-  const bool want = !node_ && live_ && !fault_ && peer_.holds_token();
+  const bool want = !node_ && live_ && !fault_ && peer_.holds_token() && peer_.mode() == protocol::mode::idle;
   if (want == listening_) return;
   listening_ = want;
   transport_.chan().listen(want);
@@ -64,7 +64,6 @@ bool engine::progress_locked(bool repost) {
   if (a.token) {
     transport_.read_token(spare_, payload_);
     execute(peer_.on_token(std::move(spare_)), "token received");
-    listen_locked();
     if (async_ && async_->st == acquisition::state::pending &&
         peer_.mode() == protocol::mode::in_cs)
       async_acquired_locked();
@@ -74,7 +73,10 @@ bool engine::progress_locked(bool repost) {
   // arrival to what it triggers (or when slots pile up).
   if (transport_.sends_active() && (!a.any() || transport_.send_slots() > 8))
     transport_.reap_sends(false);
-  if (a.any()) pacing_.message_seen();
+  if (a.any()) {
+    pacing_.message_seen();
+    listen_locked();
+  }
   return a.any();
 }
 
@@ -247,6 +249,7 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
     throw;
   }
   slot_.enter(me);
+  listen_locked();
   trace_enter_locked();
   return true;
 }
@@ -269,6 +272,7 @@ bool engine::try_lock() {
   }
   slot_.take();
   slot_.enter(me);
+  listen_locked();
   trace_enter_locked();
   return true;
 }
@@ -300,7 +304,8 @@ void engine::unlock() {
   }
   transport_.repost_requests();
   release_slot_locked();
-  if (attention_locked(true)) progress_.nudge();  // an idle token or a send in flight
+  listen_locked();
+  if (attention_locked(true)) progress_.nudge();  // a withdrawn request or a send in flight
   open_fast_locked();
 }
 

@@ -172,8 +172,10 @@ class engine : public std::enable_shared_from_this<engine> {
   // Returns true if any message arrived. mu_ held. With repost false, the channel's
   // REQUEST receives that completed stay unposted until transport_.repost_requests().
   bool progress_locked(bool repost = true);
-  // Keeps the channel told whether this rank holds the token (flat topology), so
-  // that a REQUEST for it gets a turn without this engine being polled. mu_ held.
+  // Keeps the channel told whether the token is idle here (flat topology), so that
+  // a REQUEST for it gets a turn without this engine being polled. mu_ held; after
+  // every event that can change it (the token's arrival or departure, an entry, an
+  // exit).
   void listen_locked() noexcept;
   // The progress thread's step: progress_locked() if mu_ is free and all is well.
   progress_thread::found progress_from_thread() noexcept;

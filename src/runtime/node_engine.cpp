@@ -15,7 +15,7 @@
 namespace tally::detail {
 
 bool engine::node_progress_locked(bool repost) {
-  if (!transport_.token_posted()) {  // posted while the node's request names this rank
+  if (node_->nodes() > 1 && !transport_.token_posted()) {  // while the node's request names this rank
     node_->lock();
     const bool named = node_named();
     node_->unlock();

@@ -22,7 +22,9 @@ constexpr double collected_recently_us = 20;
 struct cache_entry {
   std::shared_ptr<channel> ch;
   MPI_Comm comm;
+  std::uint64_t order;  // creation order: the same on every rank
 };
+std::uint64_t cached_count = 0;
 std::mutex cache_mu;
 std::unordered_map<channel*, cache_entry> cache;
 int keyval = MPI_KEYVAL_INVALID;
@@ -63,7 +65,7 @@ std::shared_ptr<channel> channel::of(MPI_Comm comm, const waiter& wait) {
   if (keyval == MPI_KEYVAL_INVALID)
     check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, uncache, &keyval, nullptr), "MPI_Comm_create_keyval");
   check_mpi(MPI_Comm_set_attr(comm, keyval, c.get()), "MPI_Comm_set_attr");
-  cache.emplace(c.get(), cache_entry{c, comm});
+  cache.emplace(c.get(), cache_entry{c, comm, cached_count++});
   return c;
 }
 
@@ -89,12 +91,32 @@ std::uint32_t channel::proposal(MPI_Comm comm) {
 }
 
 void channel::finalize_all() noexcept {
-  std::vector<MPI_Comm> comms;
+  // Every channel's shared receives go now, also those of channels that freed
+  // mutexes not yet destroyed still hold: nothing may stay posted past MPI_Finalize.
+  {
+    std::lock_guard lk(live_mu);
+    for (channel* c : live) c->retire();
+  }
+  // Then the cached ones die, in creation order (a node arena's MPI_Win_free is
+  // collective over its node).
+  std::vector<std::pair<std::uint64_t, MPI_Comm>> comms;
   {
     std::lock_guard lk(cache_mu);
-    for (const auto& [c, e] : cache) comms.push_back(e.comm);
+    for (const auto& [c, e] : cache) comms.emplace_back(e.order, e.comm);
   }
-  for (MPI_Comm comm : comms) MPI_Comm_delete_attr(comm, keyval);  // uncache() runs
+  std::sort(comms.begin(), comms.end());
+  for (const auto& [order, comm] : comms) MPI_Comm_delete_attr(comm, keyval);  // uncache() runs
+}
+
+void channel::retire() noexcept {
+  std::lock_guard lk(mu_);
+  for (MPI_Request& r : reqs_) {
+    if (r == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+  unposted_.clear();
+  if (broken_.empty()) broken_ = "MPI_Finalize was called";
 }
 
 void channel::open(MPI_Comm comm, const waiter& wait) {
@@ -131,12 +153,7 @@ channel::~channel() {
     std::lock_guard lk(live_mu);
     live.erase(std::remove(live.begin(), live.end(), this), live.end());
   }
-  if (!mpi_usable()) return;
-  for (MPI_Request& r : reqs_) {
-    if (r == MPI_REQUEST_NULL) continue;
-    MPI_Cancel(&r);
-    MPI_Wait(&r, MPI_STATUS_IGNORE);
-  }
+  if (mpi_usable()) retire();
 }
 
 void channel::post_locked(std::size_t k) {
@@ -186,6 +203,7 @@ void channel::detach(std::uint32_t id, bool retire) noexcept {
 }
 
 void channel::repost_locked() {
+  if (!broken_.empty()) return;
   for (std::size_t k : unposted_) post_locked(k);
   unposted_.clear();
 }

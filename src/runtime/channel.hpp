@@ -75,7 +75,9 @@ class channel {
   static std::shared_ptr<channel> create(MPI_Comm comm, const waiter& wait);
   // The lowest free id of comm's cached channel, or 0 if it has none (local).
   static std::uint32_t proposal(MPI_Comm comm);
-  // MPI_Finalize: every cached channel is uncached (and dies once its mutexes have).
+  // MPI_Finalize (after the live mutexes were freed): every channel's shared
+  // receives are cancelled, and every cached channel is uncached in creation order
+  // (and dies once the mutex objects holding it are destroyed).
   static void finalize_all() noexcept;
 
   channel(const channel&) = delete;
@@ -136,6 +138,8 @@ class channel {
   // inbox at once); true if anything did.
   bool test_locked(std::optional<std::uint32_t> collector);
   void repost_locked();
+  // Cancels the shared receives for good.
+  void retire() noexcept;
   // One test, if the lock is free (the progress thread's step, poll_all()).
   progress_thread::found step() noexcept;
 

@@ -58,7 +58,7 @@ int greq_cancel(void* extra, int complete) {
 std::shared_ptr<acquisition> engine::lock_async() {
   const std::thread::id me = std::this_thread::get_id();
   registry::poll_others(this);
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   settle_fast_locked();
   require_live();
   if (slot_.owned_by(me))
@@ -108,7 +108,7 @@ void engine::complete_greq_locked(acquisition& a) noexcept {
 
 bool engine::async_test(acquisition& a) {
   registry::poll_others(this);
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   settle_fast_locked();
   require_live();
   if (a.st == state::cancelled) fail(errc::state, "lock_request: the request was cancelled");
@@ -123,17 +123,17 @@ bool engine::async_test(acquisition& a) {
 
 bool engine::async_wait(acquisition& a, std::optional<clock::time_point> deadline) {
   registry::poll_others(this);
-  std::unique_lock lk(mu_);
+  unique_guard lk(mu_);
   settle_fast_locked();
   require_live();
   if (a.st == state::cancelled) fail(errc::state, "lock_request: the request was cancelled");
-  if (!wait_locked(lk, deadline, "lock_request::wait", &a)) return false;
+  if (!wait_locked(deadline, "lock_request::wait", &a)) return false;
   a.observed = true;
   return true;
 }
 
 bool engine::async_cancel(acquisition& a) {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   settle_fast_locked();
   require_live();
   switch (a.st.load()) {
@@ -165,7 +165,7 @@ void engine::async_mpi_cancel(acquisition& a) noexcept {
 
 void engine::async_abandon(acquisition& a) noexcept {
   try {
-    std::unique_lock lk(mu_);
+    unique_guard lk(mu_);
     settle_fast_locked();
     if (!live_ || a.observed) return;
     if (a.st == state::acquired) {
@@ -189,7 +189,7 @@ void engine::async_abandon(acquisition& a) noexcept {
 }
 
 MPI_Request engine::async_mpi_request(const std::shared_ptr<acquisition>& a) {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   settle_fast_locked();
   require_live();
   if (a->greq_freed) fail(errc::state, "mpi_request: its MPI request was completed and freed already");

@@ -109,7 +109,7 @@ void channel::finalize_all() noexcept {
 }
 
 void channel::retire() noexcept {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   for (MPI_Request& r : reqs_) {
     if (r == MPI_REQUEST_NULL) continue;
     MPI_Cancel(&r);
@@ -136,11 +136,11 @@ void channel::open(MPI_Comm comm, const waiter& wait) {
   max_id_ = static_cast<std::uint32_t>((tag_ub - first_mutex_tag - 1) / 2);
   if (size_ < 2) return;  // nobody to hear from
   const std::size_t posted = static_cast<std::size_t>(std::min(size_ - 1, max_posted_requests));
+  guard lk(mu_);
   reqs_.assign(1 + posted, MPI_REQUEST_NULL);
   bufs_.resize(posted);
   done_idx_.resize(reqs_.size());
   done_status_.resize(reqs_.size());
-  std::lock_guard lk(mu_);
   check_mpi(MPI_Irecv(fault_in_.data(), static_cast<int>(fault_in_.size()), MPI_CHAR, MPI_ANY_SOURCE, tag_fault,
                       messages_.get(), &reqs_[0]),
             "MPI_Irecv(FAULT)");
@@ -165,14 +165,14 @@ void channel::post_locked(std::size_t k) {
 channel::member& channel::member_locked(std::uint32_t id) { return members_[id]; }
 
 std::uint32_t channel::lowest_free(std::uint32_t from) const {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   const auto it = free_below_.lower_bound(from);
   if (it != free_below_.end()) return *it;
   return std::max(from, next_);
 }
 
 void channel::attach(std::uint32_t id, std::function<void()> notify) {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   if (id >= next_) {
     for (std::uint32_t k = next_; k < id; ++k) free_below_.insert(k);
     next_ = id + 1;
@@ -186,7 +186,7 @@ void channel::attach(std::uint32_t id, std::function<void()> notify) {
 }
 
 void channel::detach(std::uint32_t id, bool retire) noexcept {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   if (retire) {
     member& m = member_locked(id);
     m.retired = true;
@@ -209,7 +209,7 @@ void channel::repost_locked() {
 }
 
 void channel::repost() {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   repost_locked();
 }
 
@@ -258,8 +258,8 @@ progress_thread::found channel::step() noexcept {
   if (now - last_collect_.load(std::memory_order_relaxed) <
       static_cast<std::uint64_t>(collected_recently_us * ticks_per_us()))
     return progress_thread::found::watching;
-  std::unique_lock lk(mu_, std::try_to_lock);
-  if (!lk.owns_lock()) return progress_thread::found::watching;
+  if (!mu_.try_lock()) return progress_thread::found::watching;
+  guard lk(mu_, std::adopt_lock);
   if (!broken_.empty()) return progress_thread::found::idle;
   bool any = false;
   try {
@@ -291,19 +291,19 @@ void channel::listen(bool on) noexcept {
 }
 
 void channel::use_thread(const poll_policy& policy) {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   if (thread_users_++ == 0) progress_.start(policy, [this] { return step(); });
 }
 
 void channel::unuse_thread() noexcept {
   // stop() waits for a step of the channel in progress: step() only tries mu_.
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   if (--thread_users_ == 0) progress_.stop();
 }
 
 void channel::collect(std::uint32_t id, std::vector<raw_request>& out, bool repost, std::string& fault) {
   last_collect_.store(ticks(), std::memory_order_relaxed);
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   if (broken_.empty()) {
     repost_locked();
     (void)test_locked(id);

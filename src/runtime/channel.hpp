@@ -49,6 +49,7 @@
 #include "runtime/handles.hpp"
 #include "runtime/node_arena.hpp"
 #include "runtime/progress_thread.hpp"
+#include "runtime/thread_safety.hpp"
 
 namespace tally::detail {
 
@@ -133,11 +134,11 @@ class channel {
  private:
   channel() = default;
   void open(MPI_Comm comm, const waiter& wait);
-  void post_locked(std::size_t k);
+  void post_locked(std::size_t k) TALLY_REQUIRES(mu_);
   // Files what completed, notifying each mutex but the collector (which takes its
   // inbox at once); true if anything did.
-  bool test_locked(std::optional<std::uint32_t> collector);
-  void repost_locked();
+  bool test_locked(std::optional<std::uint32_t> collector) TALLY_REQUIRES(mu_);
+  void repost_locked() TALLY_REQUIRES(mu_);
   // Cancels the shared receives for good.
   void retire() noexcept;
   // One test, if the lock is free (the progress thread's step, poll_all()).
@@ -150,28 +151,29 @@ class channel {
     std::vector<raw_request> inbox;
     std::string fault;  // a FAULT's text, "" if none came
   };
-  member& member_locked(std::uint32_t id);
+  member& member_locked(std::uint32_t id) TALLY_REQUIRES(mu_);
 
   comm_handle requests_, messages_;
   int rank_ = 0, size_ = 1;
   std::uint32_t max_id_ = 0;
 
-  mutable std::mutex mu_;
+  mutable guarded_mutex mu_;
   // The shared receives: [0] FAULT (on messages()), [1..] REQUEST into bufs_[k - 1].
-  std::vector<MPI_Request> reqs_;
-  std::vector<std::array<std::uint64_t, max_words>> bufs_;
+  std::vector<MPI_Request> reqs_ TALLY_GUARDED_BY(mu_);
+  std::vector<std::array<std::uint64_t, max_words>> bufs_ TALLY_GUARDED_BY(mu_);
   static constexpr std::size_t fault_bytes = 520;  // the id word, then the text
-  std::array<char, fault_bytes> fault_in_{};
-  std::vector<int> done_idx_;
-  std::vector<MPI_Status> done_status_;
-  std::vector<std::size_t> unposted_;
-  std::unordered_map<std::uint32_t, member> members_;  // attached, retired, or early news
-  std::set<std::uint32_t> free_below_;  // free ids below next_
-  std::uint32_t next_ = 0;              // every id >= next_ is free
-  std::string broken_;                  // an MPI failure of the shared receives
+  std::array<char, fault_bytes> fault_in_ TALLY_GUARDED_BY(mu_){};
+  std::vector<int> done_idx_ TALLY_GUARDED_BY(mu_);
+  std::vector<MPI_Status> done_status_ TALLY_GUARDED_BY(mu_);
+  std::vector<std::size_t> unposted_ TALLY_GUARDED_BY(mu_);
+  // Attached, retired, or early news.
+  std::unordered_map<std::uint32_t, member> members_ TALLY_GUARDED_BY(mu_);
+  std::set<std::uint32_t> free_below_ TALLY_GUARDED_BY(mu_);  // free ids below next_
+  std::uint32_t next_ TALLY_GUARDED_BY(mu_) = 0;              // every id >= next_ is free
+  std::string broken_ TALLY_GUARDED_BY(mu_);  // an MPI failure of the shared receives
   std::atomic<int> listeners_{0};
   std::atomic<std::uint64_t> last_collect_{0};  // ticks() of the last collect()
-  int thread_users_ = 0;  // guarded by mu_
+  int thread_users_ TALLY_GUARDED_BY(mu_) = 0;
   std::shared_ptr<node_arena> arena_;  // creation only (ordered on the communicator)
   progress_thread progress_;
 };

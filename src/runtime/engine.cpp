@@ -172,13 +172,15 @@ void engine::release_slot_locked() {
   if (async_ && async_->st == acquisition::state::waiting_slot) async_start_locked();
 }
 
-bool engine::wait_locked(std::unique_lock<std::mutex>& lk, std::optional<clock::time_point> deadline,
-                         const char* call, const acquisition* a) {
+bool engine::done_waiting_locked(const acquisition* a) {
+  return a ? a->st == acquisition::state::acquired : entered_locked();
+}
+
+bool engine::wait_locked(std::optional<clock::time_point> deadline, const char* call, const acquisition* a) {
   const clock::time_point start = clock::now();
   bool warned = wait_warning_ == clock::duration::zero();
-  auto done = [&] { return a ? a->st == acquisition::state::acquired : entered_locked(); };
   patience wait;
-  for (std::uint32_t spin = 1; !done(); ++spin) {
+  for (std::uint32_t spin = 1; !done_waiting_locked(a); ++spin) {
     // Node topology: a local handoff is a flag in shared memory, so look at it
     // between MPI polls; past a few thousand spins, give the core away (more ranks
     // than cores: the holder may need it).
@@ -187,7 +189,7 @@ bool engine::wait_locked(std::unique_lock<std::mutex>& lk, std::optional<clock::
       continue;
     }
     progress_locked();
-    if (done()) break;
+    if (done_waiting_locked(a)) break;
     wait();
     if (deadline && clock::now() >= *deadline) return false;
     if (spin % release_every != 0) continue;  // a tight loop detects the token soonest
@@ -196,10 +198,11 @@ bool engine::wait_locked(std::unique_lock<std::mutex>& lk, std::optional<clock::
       warn_wait(call, clock::now() - start);
     }
     // Let the progress thread and other callers in between polls, and keep this
-    // process's other mutexes answering.
-    lk.unlock();
+    // process's other mutexes answering (the caller's guard holds mu_ again by the
+    // time it ends: nothing here throws while it is released).
+    mu_.unlock();
     registry::poll_others(this);
-    lk.lock();
+    mu_.lock();
     require_live();
   }
   return true;
@@ -208,7 +211,7 @@ bool engine::wait_locked(std::unique_lock<std::mutex>& lk, std::optional<clock::
 bool engine::acquire(std::optional<clock::time_point> deadline) {
   const std::thread::id me = std::this_thread::get_id();
   registry::poll_others(this);
-  std::unique_lock lk(mu_);
+  unique_guard lk(mu_);
   settle_fast_locked();
   require_live();
   if (slot_.owned_by(me)) fail(errc::deadlock, "lock: calling thread already holds the critical section");
@@ -222,7 +225,7 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
   while (slot_.taken()) {
     auto until = deadline ? *deadline : clock::time_point::max();
     if (in_calls) until = std::min(until, clock::now() + slot_wait_slice);
-    slot_.wait_until(lk, until);
+    slot_.wait_until(lk.native(), until);
     settle_fast_locked();  // the slot's last owner may have opened it on the way out
     require_live();
     if (!slot_.taken()) break;
@@ -237,7 +240,7 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
   }
   slot_.take();
   try {
-    if (!start_locked("lock") && !wait_locked(lk, deadline, "lock", nullptr) &&
+    if (!start_locked("lock") && !wait_locked(deadline, "lock", nullptr) &&
         withdraw_locked("lock timeout")) {
       release_slot_locked();
       progress_.nudge();  // a withdrawn request needs an answer later
@@ -257,7 +260,7 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
 bool engine::try_lock() {
   const std::thread::id me = std::this_thread::get_id();
   registry::poll_others(this);
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   settle_fast_locked();
   require_live();
   if (slot_.owned_by(me)) fail(errc::deadlock, "try_lock: calling thread already holds the critical section");
@@ -280,7 +283,7 @@ bool engine::try_lock() {
 void engine::unlock() {
   if (try_fast_unlock()) return;
   registry::poll_others(this);
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   settle_fast_locked();
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()))
@@ -317,7 +320,7 @@ void engine::trace_enter_locked() {
 }
 
 void engine::fault(std::exception_ptr e) noexcept {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   fault_locked(std::move(e));
 }
 
@@ -342,8 +345,9 @@ void engine::notify_fault_locked() noexcept {
 
 void engine::poll_nowait() noexcept {
   if (opts_.progress != progress_mode::in_calls) return;  // its thread does it
-  std::unique_lock lk(mu_, std::try_to_lock);
-  if (!lk.owns_lock() || !live_ || fault_) return;
+  if (!mu_.try_lock()) return;
+  guard lk(mu_, std::adopt_lock);
+  if (!live_ || fault_) return;
   try {
     progress_locked();
   } catch (...) {
@@ -353,8 +357,8 @@ void engine::poll_nowait() noexcept {
 
 progress_thread::found engine::progress_from_thread() noexcept {
   // try_lock: the thread never delays the application.
-  std::unique_lock lk(mu_, std::try_to_lock);
-  if (!lk.owns_lock()) return progress_thread::found::watching;
+  if (!mu_.try_lock()) return progress_thread::found::watching;
+  guard lk(mu_, std::adopt_lock);
   if (!live_ || fault_) return progress_thread::found::idle;
   try {
     if (progress_locked()) return progress_thread::found::busy;
@@ -367,7 +371,7 @@ progress_thread::found engine::progress_from_thread() noexcept {
 
 void engine::poll() {
   registry::poll_others(this);
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   settle_fast_locked();
   require_live();
   while (progress_locked()) {
@@ -375,7 +379,7 @@ void engine::poll() {
 }
 
 std::uint64_t engine::payload_entry() {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   settle_fast_locked();
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()))
@@ -384,7 +388,7 @@ std::uint64_t engine::payload_entry() {
 }
 
 std::span<std::byte> engine::payload(std::uint64_t entry) {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   settle_fast_locked();
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()) || acquisitions_locked() != entry)
@@ -393,7 +397,7 @@ std::span<std::byte> engine::payload(std::uint64_t entry) {
 }
 
 tally::stats engine::stats() const {
-  std::lock_guard lk(mu_);
+  guard lk(mu_);
   return stats_locked();
 }
 

@@ -17,9 +17,10 @@
 //   runtime/slot.hpp             one thread of a rank at a time
 //   runtime/progress_thread.hpp  progress_mode::thread
 //   runtime/registry.hpp         the process's live engines, MPI_Finalize hook
-// All state is guarded by mu_; MPI calls on the private communicator happen only
-// under mu_, so the engine needs MPI_THREAD_MULTIPLE only when several threads use
-// it (thread progress, or application threads sharing the mutex).
+// All mutable state is guarded by mu_ (TALLY_GUARDED_BY: Clang checks it, see
+// runtime/thread_safety.hpp) but for the fast path's atomics; the mutex's MPI calls
+// happen only under mu_, so the engine needs MPI_THREAD_MULTIPLE only when several
+// threads use it (thread progress, or application threads sharing the mutex).
 #pragma once
 
 #include <mpi.h>
@@ -44,6 +45,7 @@
 #include "runtime/pacing.hpp"
 #include "runtime/progress_thread.hpp"
 #include "runtime/slot.hpp"
+#include "runtime/thread_safety.hpp"
 #include "runtime/transport.hpp"
 #include "tally/error.hpp"
 #include "tally/options.hpp"
@@ -112,80 +114,83 @@ class engine : public std::enable_shared_from_this<engine> {
  private:
   bool acquire(std::optional<clock::time_point> deadline);
   // Polls until this rank enters the critical section (for `a`, if given: until `a`
-  // is acquired) or the deadline passes (then false); mu_ held by lk, released every
-  // few polls so that other threads and mutexes get a turn. Warns once when the wait
-  // outlasts the wait warning.
-  bool wait_locked(std::unique_lock<std::mutex>& lk, std::optional<clock::time_point> deadline,
-                   const char* call, const acquisition* a);
+  // is acquired) or the deadline passes (then false). Releases mu_ every few polls
+  // (mu_ itself: the caller's guard holds it again on return) so that other threads
+  // and mutexes get a turn. Warns once when the wait outlasts the wait warning.
+  bool wait_locked(std::optional<clock::time_point> deadline, const char* call, const acquisition* a)
+      TALLY_REQUIRES(mu_);
+  bool done_waiting_locked(const acquisition* a) TALLY_REQUIRES(mu_);
   // Prints the wait warning (runtime/watchdog.cpp).
   void warn_wait(const char* call, clock::duration waited) const noexcept;
   // Releases the rank's slot; an acquisition waiting for it starts now. mu_ held.
-  void release_slot_locked();
+  void release_slot_locked() TALLY_REQUIRES(mu_);
   // Starts the outstanding acquisition (the slot is free). mu_ held.
-  void async_start_locked();
+  void async_start_locked() TALLY_REQUIRES(mu_);
   // The outstanding acquisition entered: it owns the critical section now. mu_ held.
-  void async_acquired_locked();
+  void async_acquired_locked() TALLY_REQUIRES(mu_);
   // Completes the generalized request of `a`, if any and not yet done. mu_ held.
-  void complete_greq_locked(acquisition& a) noexcept;
+  void complete_greq_locked(acquisition& a) noexcept TALLY_REQUIRES(mu_);
   // True if only a progress thread could answer for this rank now. mu_ held. With
   // `after_event` (node topology, right after this rank's own cohort event), the
   // node's part is the snapshot that event took under the spinlock.
-  bool attention_locked(bool after_event = false) const noexcept;
+  bool attention_locked(bool after_event = false) const noexcept TALLY_REQUIRES(mu_);
   // Completes a request (collective or otherwise) while this engine (mu_ held by
   // the caller when `own` is set) and every other engine keep making progress.
-  void wait_progressing(MPI_Request& req, const char* what, bool own);
+  void wait_progressing(MPI_Request& req, const char* what);
+  // The same, progressing this engine too.
+  void wait_progressing_locked(MPI_Request& req, const char* what) TALLY_REQUIRES(mu_);
   // Carries out the action of a protocol step (sends). mu_ held.
-  void execute(const protocol::step& s, const char* event);
+  void execute(const protocol::step& s, const char* event) TALLY_REQUIRES(mu_);
 
   // -- the acquisition, whichever the topology (mu_ held)
   // Starts one: true if this rank entered at once.
-  bool start_locked(const char* call);
+  bool start_locked(const char* call) TALLY_REQUIRES(mu_);
   // True iff this rank has entered (node topology: its grant arrived).
-  bool entered_locked();
+  bool entered_locked() TALLY_REQUIRES(mu_);
   // Gives up waiting: true if withdrawn, false if it had entered meanwhile.
-  bool withdraw_locked(const char* call);
+  bool withdraw_locked(const char* call) TALLY_REQUIRES(mu_);
   // Enters only if that needs no message; never sends.
-  bool try_enter_locked(const char* call);
-  void leave_locked(const char* call);
-  std::uint64_t acquisitions_locked() const;
-  tally::stats stats_locked() const;
+  bool try_enter_locked(const char* call) TALLY_REQUIRES(mu_);
+  void leave_locked(const char* call) TALLY_REQUIRES(mu_);
+  std::uint64_t acquisitions_locked() const TALLY_REQUIRES(mu_);
+  tally::stats stats_locked() const TALLY_REQUIRES(mu_);
   // An exception interrupted an acquisition: withdraw it, or leave the critical
   // section if it had been entered. Never throws.
-  void abandon_locked() noexcept;
-  std::span<std::byte> payload_locked() noexcept;
+  void abandon_locked() noexcept TALLY_REQUIRES(mu_);
+  std::span<std::byte> payload_locked() noexcept TALLY_REQUIRES(mu_);
 
   // -- topology::node (runtime/node_engine.cpp; mu_ held)
   // Runs one cohort event under the node's spinlock: grants and the token packed
   // there, sends after it. A non-ok status throws unless it is `allowed`.
   template <class Event>
-  protocol::cohort_step node_event(Event&& e, const char* what,
-                                   protocol::status allowed = protocol::status::ok);
-  bool node_progress_locked(bool repost);
-  bool node_attention_locked() const noexcept;
+  protocol::cohort_step node_event(Event&& e, const char* what, protocol::status allowed = protocol::status::ok)
+      TALLY_REQUIRES(mu_);
+  bool node_progress_locked(bool repost) TALLY_REQUIRES(mu_);
+  bool node_attention_locked() const noexcept TALLY_REQUIRES(mu_);
   // The node's part of attention_locked(); the spinlock held.
-  bool node_needs_me() const noexcept;
+  bool node_needs_me() const noexcept TALLY_REQUIRES(mu_);
   // The node's request names this rank: the token will come here. Spinlock held.
-  bool node_named() const noexcept;
+  bool node_named() const noexcept TALLY_REQUIRES(mu_);
   // Teardown's drain: every REQUEST for this node received, no node request left.
-  void node_drain_locked(std::uint64_t total_broadcasts);
+  void node_drain_locked(std::uint64_t total_broadcasts) TALLY_REQUIRES(mu_);
   // Tests for messages and outstanding sends once; hands what arrived to the peer.
   // Returns true if any message arrived. mu_ held. With repost false, the channel's
   // REQUEST receives that completed stay unposted until transport_.repost_requests().
-  bool progress_locked(bool repost = true);
+  bool progress_locked(bool repost = true) TALLY_REQUIRES(mu_);
   // Keeps the channel told whether the token is idle here (flat topology), so that
   // a REQUEST for it gets a turn without this engine being polled. mu_ held; after
   // every event that can change it (the token's arrival or departure, an entry, an
   // exit).
-  void listen_locked() noexcept;
+  void listen_locked() noexcept TALLY_REQUIRES(mu_);
   // The progress thread's step: progress_locked() if mu_ is free and all is well.
   progress_thread::found progress_from_thread() noexcept;
-  void require_live() const;  // throws errc::state after free/finalize, or a kept fault
-  void fault_locked(std::exception_ptr e) noexcept;
-  void notify_fault_locked() noexcept;  // fault_'s text to the other ranks
+  void require_live() const TALLY_REQUIRES(mu_);  // throws errc::state after free/finalize, or a kept fault
+  void fault_locked(std::exception_ptr e) noexcept TALLY_REQUIRES(mu_);
+  void notify_fault_locked() noexcept TALLY_REQUIRES(mu_);  // fault_'s text to the other ranks
   // The timeline's enter and exit events (trace_); an entry counted local by the
   // protocol is marked local.
-  void trace_enter_locked();
-  void trace_exit_locked() noexcept { trace_.record(trace_log::kind::exit); }
+  void trace_enter_locked() TALLY_REQUIRES(mu_);
+  void trace_exit_locked() noexcept TALLY_REQUIRES(mu_) { trace_.record(trace_log::kind::exit); }
   // -- an idle holder's re-entry without the engine's mutex (flat topology,
   //    untraced; docs/design.md, "Re-entry without the engine's lock")
   // lock() enters by one compare-and-swap when fast_ is open; unlock() by another
@@ -194,13 +199,13 @@ class engine : public std::enable_shared_from_this<engine> {
   bool try_fast_unlock() noexcept;
   // Opens the fast path where it applies: the token idle here, the slot free,
   // nothing outstanding (in_calls: until the pace is due). mu_ held.
-  void open_fast_locked() noexcept;
+  void open_fast_locked() noexcept TALLY_REQUIRES(mu_);
   // Closes it; a thread inside by the fast path becomes the slot's owner in the
   // critical section, as if it had entered the slow way. mu_ held.
-  void settle_fast_locked() noexcept;
+  void settle_fast_locked() noexcept TALLY_REQUIRES(mu_);
   // free() of a faulted mutex: no drain (a failed rank may never answer).
-  void free_faulted_locked();
-  void send_token(protocol::rank_t to);
+  void free_faulted_locked() TALLY_REQUIRES(mu_);
+  void send_token(protocol::rank_t to) TALLY_REQUIRES(mu_);
 
   // -- immutable after construction
   int rank_ = 0;
@@ -209,25 +214,25 @@ class engine : public std::enable_shared_from_this<engine> {
   clock::duration wait_warning_{};        // zero: off
 
   // -- guarded by mu_
-  mutable std::mutex mu_;
-  transport transport_;
-  protocol::peer peer_;
-  rank_slot slot_;
-  unlock_pacing pacing_;
-  bool live_ = true;
-  bool listening_ = false;     // the channel counts this mutex as a listener
-  bool using_thread_ = false;  // registered with the channel's thread (use_thread)
-  std::exception_ptr fault_;        // an MPI failure, here or on another rank (fault())
+  mutable guarded_mutex mu_;
+  transport transport_ TALLY_GUARDED_BY(mu_);
+  protocol::peer peer_ TALLY_GUARDED_BY(mu_);
+  rank_slot slot_ TALLY_GUARDED_BY(mu_);
+  unlock_pacing pacing_ TALLY_GUARDED_BY(mu_);
+  bool live_ TALLY_GUARDED_BY(mu_) = true;
+  bool listening_ TALLY_GUARDED_BY(mu_) = false;     // the channel counts this mutex as a listener
+  bool using_thread_ TALLY_GUARDED_BY(mu_) = false;  // registered with the channel's thread (use_thread)
+  std::exception_ptr fault_ TALLY_GUARDED_BY(mu_);   // an MPI failure, here or on another rank (fault())
   // One offset sample of the timeline's clock (collective over comm).
   void sync_trace_clock(MPI_Comm comm);
   trace_log trace_;                 // the handoff timeline, off unless asked for
-  bool all_traced_ = false;         // every rank traces: its clock is synced
-  std::uint64_t traced_local_ = 0;  // local entries counted when the last enter was traced
-  std::vector<std::byte> payload_;  // the token's payload while held here
-  protocol::token spare_;           // storage for unpacking, recycled from sent tokens
-  std::array<std::int32_t, protocol::node_token::route> spare_route_{};  // a node token's trail
-  std::shared_ptr<acquisition> async_;  // the outstanding acquisition (waiting_slot or pending)
-  bool async_cancelled_at_free_ = false;
+  bool all_traced_ = false;         // every rank traces: its clock is synced (immutable)
+  std::uint64_t traced_local_ TALLY_GUARDED_BY(mu_) = 0;  // local entries when the last enter was traced
+  std::vector<std::byte> payload_ TALLY_GUARDED_BY(mu_);  // the token's payload while held here
+  protocol::token spare_ TALLY_GUARDED_BY(mu_);           // storage for unpacking, recycled from sent tokens
+  std::array<std::int32_t, protocol::node_token::route> spare_route_ TALLY_GUARDED_BY(mu_){};  // a node token's trail
+  // The outstanding acquisition (waiting_slot or pending).
+  std::shared_ptr<acquisition> async_ TALLY_GUARDED_BY(mu_);
 
   // -- the fast path (written under mu_ but for the compare-and-swaps of lock and
   //    unlock; read without it)
@@ -236,14 +241,14 @@ class engine : public std::enable_shared_from_this<engine> {
   std::atomic<std::uint64_t> fast_entries_{0};     // entries made by the fast path (stats)
   std::atomic<std::uint64_t> fast_due_{0};         // in_calls: ticks() from which lock() goes slow
   bool fast_allowed_ = false;                      // immutable after creation: flat, untraced
-  std::uint64_t last_arrival_ = 0;                 // ticks() of the last poll that found a message (mu_)
+  std::uint64_t last_arrival_ TALLY_GUARDED_BY(mu_) = 0;  // ticks() of the last poll that found a message
 
   // -- topology::node only (null otherwise)
   std::unique_ptr<node_level> node_;
-  bool node_in_cs_ = false;       // this rank took its grant and has not left
-  bool node_attention_ = false;   // node_needs_me() at this rank's last cohort event
-  std::vector<std::int32_t> bcast_order_;  // the next broadcast's peers, in sending order
-  tally::stats node_final_{};     // its counters, kept when the window is freed
+  bool node_in_cs_ TALLY_GUARDED_BY(mu_) = false;      // this rank took its grant and has not left
+  bool node_attention_ TALLY_GUARDED_BY(mu_) = false;  // node_needs_me() at this rank's last cohort event
+  std::vector<std::int32_t> bcast_order_ TALLY_GUARDED_BY(mu_);  // the next broadcast's peers, in order
+  tally::stats node_final_ TALLY_GUARDED_BY(mu_){};    // its counters, kept when the slot is let go of
 
   progress_thread progress_;
 };

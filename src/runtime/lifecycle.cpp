@@ -131,7 +131,7 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
   registry::hook_finalize();
-  const channel::waiter waiter = [this](MPI_Request& r, const char* what) { wait_progressing(r, what, false); };
+  const channel::waiter waiter = [this](MPI_Request& r, const char* what) { wait_progressing(r, what); };
 
   // Agree on validity before anything else is collective. Payload size and owner
   // must also match across ranks: each is agreed as a [min, max] range, as is the
@@ -154,7 +154,7 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   long long agreed[12];
   MPI_Request req = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallreduce(mine, agreed, 12, MPI_LONG_LONG, MPI_MAX, comm, &req), "MPI_Iallreduce(options)");
-  wait_progressing(req, "MPI_Iallreduce(options)", false);
+  wait_progressing(req, "MPI_Iallreduce(options)");
   if (local) throw *local;
   if (agreed[0] != 0)
     fail(static_cast<errc>(agreed[0]), "another rank rejected its arguments to the collective create");
@@ -178,7 +178,7 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
       const auto next = static_cast<long long>(ch->lowest_free(static_cast<std::uint32_t>(hi)));
       long long again[2] = {next, -next}, both[2];
       check_mpi(MPI_Iallreduce(again, both, 2, MPI_LONG_LONG, MPI_MAX, comm, &req), "MPI_Iallreduce(id)");
-      wait_progressing(req, "MPI_Iallreduce(id)", false);
+      wait_progressing(req, "MPI_Iallreduce(id)");
       hi = both[0];
       lo = -both[1];
     }
@@ -247,7 +247,7 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
       using_thread_ = true;
       progress_.start(opts_.polling, [this] { return progress_from_thread(); });
     }
-    std::lock_guard lk(mu_);
+    guard lk(mu_);
     listen_locked();
   } catch (...) {
     progress_.stop();
@@ -274,12 +274,21 @@ engine::~engine() {
   }
 }
 
-void engine::wait_progressing(MPI_Request& req, const char* what, bool own) {
+void engine::wait_progressing(MPI_Request& req, const char* what) {
   int done = 0;
   for (patience wait;; wait()) {
     check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
     if (done) return;
-    if (own) progress_locked();
+    registry::poll_others(this);
+  }
+}
+
+void engine::wait_progressing_locked(MPI_Request& req, const char* what) {
+  int done = 0;
+  for (patience wait;; wait()) {
+    check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+    if (done) return;
+    progress_locked();
     registry::poll_others(this);
   }
 }
@@ -287,7 +296,7 @@ void engine::wait_progressing(MPI_Request& req, const char* what, bool own) {
 void engine::sync_trace_clock(MPI_Comm comm) {
   int domain = 0;
   const clock_sample s = sync_clock(trace_.clock(), comm, tag_clock,
-                                    [this](MPI_Request& r, const char* what) { wait_progressing(r, what, false); },
+                                    [this](MPI_Request& r, const char* what) { wait_progressing(r, what); },
                                     domain);
   trace_.add_sample(s, domain);
 }
@@ -312,7 +321,7 @@ void engine::free_faulted_locked() {
 
 void engine::free(bool at_finalize) {
   progress_.stop();
-  std::unique_lock lk(mu_);
+  unique_guard lk(mu_);
   settle_fast_locked();
   if (!live_) fail(errc::state, "free: mutex already freed");
   registry::remove(this);
@@ -369,8 +378,10 @@ void engine::free(bool at_finalize) {
     // Every rank learns how many REQUESTs are addressed to it: each broadcast sends
     // exactly one to every other rank (node topology: to every other node).
     const unsigned long long mine = stats_locked().broadcasts;
-    const channel::waiter own = [this](MPI_Request& r, const char* what) { wait_progressing(r, what, true); };
-    const channel::waiter others = [this](MPI_Request& r, const char* what) { wait_progressing(r, what, false); };
+    // Called by allreduce_sum below, with mu_ held.
+    const channel::waiter own = [this](MPI_Request& r, const char* what)
+                                    TALLY_REQUIRES(mu_) { wait_progressing_locked(r, what); };
+    const channel::waiter others = [this](MPI_Request& r, const char* what) { wait_progressing(r, what); };
     const unsigned long long total = transport_.chan().allreduce_sum(transport_.id(), mine, own);
     // Drain: receive every REQUEST, let withdrawn requests be served (the token is
     // only ever in flight to a requesting rank), complete every send.

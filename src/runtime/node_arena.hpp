@@ -73,6 +73,7 @@ class node_arena {
   struct slab {
     win_handle win;
     std::byte* base = nullptr;
+    slab() noexcept {}
   };
   std::map<std::pair<std::size_t, std::uint32_t>, slab> slabs_;  // (slot bytes, slab number)
   std::pair<std::size_t, std::uint32_t> fresh_key_{};

@@ -33,7 +33,8 @@ bool engine::node_progress_locked(bool repost) {
     const std::span<protocol::ln_t> ln = c.ln_inbox();
     std::uint64_t hop = 0;
     transport_.read_token(*c.state().hop, ln, spare_.queue, hop, spare_route_, node_->payload());
-    node_event([&](protocol::cohort& n) { return n.on_token(me, ln, spare_.queue, {hop, spare_route_}); },
+    // Runs inside node_event, mu_ still held.
+    node_event([&](protocol::cohort& n) TALLY_REQUIRES(mu_) { return n.on_token(me, ln, spare_.queue, {hop, spare_route_}); },
                "token received");
   }
   // A local handoff is no message: an asynchronous acquisition looks at the flag.

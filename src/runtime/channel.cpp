@@ -109,14 +109,27 @@ void channel::finalize_all() noexcept {
 }
 
 void channel::retire() noexcept {
-  guard lk(mu_);
+  guard t(test_mu_);
   for (MPI_Request& r : reqs_) {
     if (r == MPI_REQUEST_NULL) continue;
     MPI_Cancel(&r);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
   }
   unposted_.clear();
+  guard lk(mu_);
   if (broken_.empty()) broken_ = "MPI_Finalize was called";
+  broken_flag_.store(true);
+}
+
+void channel::break_all(const std::string& why) noexcept {
+  guard lk(mu_);
+  broken_ = why;
+  broken_flag_.store(true);
+  for (auto& [id, m] : members_) {
+    if (!m.attached || m.retired) continue;
+    m.fault = why;
+    if (m.notify) m.notify();
+  }
 }
 
 void channel::open(MPI_Comm comm, const waiter& wait) {
@@ -136,7 +149,7 @@ void channel::open(MPI_Comm comm, const waiter& wait) {
   max_id_ = static_cast<std::uint32_t>((tag_ub - first_mutex_tag - 1) / 2);
   if (size_ < 2) return;  // nobody to hear from
   const std::size_t posted = static_cast<std::size_t>(std::min(size_ - 1, max_posted_requests));
-  guard lk(mu_);
+  guard lk(test_mu_);
   reqs_.assign(1 + posted, MPI_REQUEST_NULL);
   bufs_.resize(posted);
   done_idx_.resize(reqs_.size());
@@ -203,13 +216,14 @@ void channel::detach(std::uint32_t id, bool retire) noexcept {
 }
 
 void channel::repost_locked() {
-  if (!broken_.empty()) return;
+  if (broken_flag_.load()) return;
   for (std::size_t k : unposted_) post_locked(k);
   unposted_.clear();
 }
 
 void channel::repost() {
-  guard lk(mu_);
+  if (!test_mu_.try_lock()) return;  // its holder reposts them
+  guard t(test_mu_, std::adopt_lock);
   repost_locked();
 }
 
@@ -219,6 +233,8 @@ bool channel::test_locked(std::optional<std::uint32_t> collector) {
   check_mpi(MPI_Testsome(static_cast<int>(reqs_.size()), reqs_.data(), &count, done_idx_.data(), done_status_.data()),
             "MPI_Testsome");
   if (count == MPI_UNDEFINED || count == 0) return false;
+  arrived_.clear();
+  faults_.clear();
   for (std::size_t c = 0; c < static_cast<std::size_t>(count); ++c) {
     const auto k = static_cast<std::size_t>(done_idx_[c]);
     const MPI_Status& st = done_status_[c];
@@ -229,11 +245,10 @@ bool channel::test_locked(std::optional<std::uint32_t> collector) {
       const auto len = static_cast<std::size_t>(std::max(chars, 0));
       if (len >= sizeof id) {
         std::memcpy(&id, fault_in_.data(), sizeof id);
-        member& m = member_locked(static_cast<std::uint32_t>(id));
-        m.fault = "rank " + std::to_string(st.MPI_SOURCE) +
-                  " of this mutex failed and made it unusable on every rank: " +
-                  std::string(fault_in_.data() + sizeof id, len - sizeof id);
-        if (m.notify) m.notify();
+        faults_.emplace_back(static_cast<std::uint32_t>(id),
+                             "rank " + std::to_string(st.MPI_SOURCE) +
+                                 " of this mutex failed and made it unusable on every rank: " +
+                                 std::string(fault_in_.data() + sizeof id, len - sizeof id));
       }
       check_mpi(MPI_Irecv(fault_in_.data(), static_cast<int>(fault_in_.size()), MPI_CHAR, MPI_ANY_SOURCE, tag_fault,
                           messages_.get(), &reqs_[0]),
@@ -244,11 +259,19 @@ bool channel::test_locked(std::optional<std::uint32_t> collector) {
     r.source = st.MPI_SOURCE;
     check_mpi(MPI_Get_count(&st, MPI_UINT64_T, &r.words), "MPI_Get_count(REQUEST)");
     r.w = bufs_[k - 1];
-    const auto id = static_cast<std::uint32_t>(st.MPI_TAG);
+    arrived_.emplace_back(static_cast<std::uint32_t>(st.MPI_TAG), r);
+    unposted_.push_back(k);
+  }
+  guard lk(mu_);
+  for (auto& [id, text] : faults_) {
+    member& m = member_locked(id);
+    m.fault = std::move(text);
+    if (m.notify) m.notify();
+  }
+  for (const auto& [id, r] : arrived_) {
     member& m = member_locked(id);
     m.inbox.push_back(r);
     if (m.notify && collector != id) m.notify();  // the collector takes its own at once
-    unposted_.push_back(k);
   }
   return true;
 }
@@ -258,22 +281,16 @@ progress_thread::found channel::step() noexcept {
   if (now - last_collect_.load(std::memory_order_relaxed) <
       static_cast<std::uint64_t>(collected_recently_us * ticks_per_us()))
     return progress_thread::found::watching;
-  if (!mu_.try_lock()) return progress_thread::found::watching;
-  guard lk(mu_, std::adopt_lock);
-  if (!broken_.empty()) return progress_thread::found::idle;
+  if (broken_flag_.load()) return progress_thread::found::idle;
+  if (!test_mu_.try_lock()) return progress_thread::found::watching;
+  guard t(test_mu_, std::adopt_lock);
   bool any = false;
   try {
     repost_locked();
     any = test_locked(std::nullopt);
     repost_locked();
   } catch (const std::exception& e) {
-    // The shared receives are unusable: every mutex of the channel fails with it.
-    broken_ = e.what();
-    for (auto& [id, m] : members_) {
-      if (!m.attached || m.retired) continue;
-      m.fault = broken_;
-      if (m.notify) m.notify();
-    }
+    break_all(e.what());  // the shared receives are unusable: every mutex fails with them
     return progress_thread::found::idle;
   }
   if (any) return progress_thread::found::busy;
@@ -291,24 +308,25 @@ void channel::listen(bool on) noexcept {
 }
 
 void channel::use_thread(const poll_policy& policy) {
-  guard lk(mu_);
+  guard lk(use_mu_);
   if (thread_users_++ == 0) progress_.start(policy, [this] { return step(); });
 }
 
 void channel::unuse_thread() noexcept {
-  // stop() waits for a step of the channel in progress: step() only tries mu_.
-  guard lk(mu_);
+  // stop() waits for a step of the channel in progress, which never takes use_mu_.
+  guard lk(use_mu_);
   if (--thread_users_ == 0) progress_.stop();
 }
 
 void channel::collect(std::uint32_t id, std::vector<raw_request>& out, bool repost, std::string& fault) {
   last_collect_.store(ticks(), std::memory_order_relaxed);
-  guard lk(mu_);
-  if (broken_.empty()) {
+  if (!broken_flag_.load() && test_mu_.try_lock()) {  // else its holder tests for everyone
+    guard t(test_mu_, std::adopt_lock);
     repost_locked();
     (void)test_locked(id);
+    if (repost) repost_locked();
   }
-  if (repost) repost_locked();
+  guard lk(mu_);
   const auto it = members_.find(id);
   if (it == members_.end()) return;
   member& m = it->second;

@@ -27,9 +27,10 @@
 // a poll of each mutex (docs/design.md, "Progress").
 // Ids: creation agrees on one across the user's communicator (lifecycle.cpp); an
 // id is reused once its mutex's free() has completed on this rank, never after a
-// fault (a late FAULT or REQUEST could name it). Thread-safe: one mutex guards the
-// shared receives and the inboxes; MPI calls on a mutex's own operations are its
-// engine's business.
+// fault (a late FAULT or REQUEST could name it). Thread-safe: one thread at a time
+// tests the shared receives for every mutex (the others skip the test rather than
+// wait), and a second mutex, never held across an MPI call, guards the inboxes;
+// MPI calls on a mutex's own operations are its engine's business.
 #pragma once
 
 #include <mpi.h>
@@ -44,6 +45,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/handles.hpp"
@@ -134,13 +136,15 @@ class channel {
  private:
   channel() = default;
   void open(MPI_Comm comm, const waiter& wait);
-  void post_locked(std::size_t k) TALLY_REQUIRES(mu_);
+  void post_locked(std::size_t k) TALLY_REQUIRES(test_mu_);
   // Files what completed, notifying each mutex but the collector (which takes its
   // inbox at once); true if anything did.
-  bool test_locked(std::optional<std::uint32_t> collector) TALLY_REQUIRES(mu_);
-  void repost_locked() TALLY_REQUIRES(mu_);
-  // Cancels the shared receives for good.
+  bool test_locked(std::optional<std::uint32_t> collector) TALLY_REQUIRES(test_mu_);
+  void repost_locked() TALLY_REQUIRES(test_mu_);
+  // Cancels the shared receives for good; `why` for the mutexes.
   void retire() noexcept;
+  // The shared receives failed: every attached mutex gets `why` as its FAULT.
+  void break_all(const std::string& why) noexcept;
   // One test, if the lock is free (the progress thread's step, poll_all()).
   progress_thread::found step() noexcept;
 
@@ -157,15 +161,24 @@ class channel {
   int rank_ = 0, size_ = 1;
   std::uint32_t max_id_ = 0;
 
-  mutable guarded_mutex mu_;
-  // The shared receives: [0] FAULT (on messages()), [1..] REQUEST into bufs_[k - 1].
-  std::vector<MPI_Request> reqs_ TALLY_GUARDED_BY(mu_);
-  std::vector<std::array<std::uint64_t, max_words>> bufs_ TALLY_GUARDED_BY(mu_);
+  // The shared receives are tested by one thread at a time, for everyone: a thread
+  // that finds test_mu_ taken skips the test (never waits behind an MPI call, which
+  // may yield the core while oversubscribed) and takes what was filed for it.
+  // Lock order: test_mu_, then mu_.
+  mutable guarded_mutex test_mu_;
+  // [0] FAULT (on messages()), [1..] REQUEST into bufs_[k - 1].
+  std::vector<MPI_Request> reqs_ TALLY_GUARDED_BY(test_mu_);
+  std::vector<std::array<std::uint64_t, max_words>> bufs_ TALLY_GUARDED_BY(test_mu_);
   static constexpr std::size_t fault_bytes = 520;  // the id word, then the text
-  std::array<char, fault_bytes> fault_in_ TALLY_GUARDED_BY(mu_){};
-  std::vector<int> done_idx_ TALLY_GUARDED_BY(mu_);
-  std::vector<MPI_Status> done_status_ TALLY_GUARDED_BY(mu_);
-  std::vector<std::size_t> unposted_ TALLY_GUARDED_BY(mu_);
+  std::array<char, fault_bytes> fault_in_ TALLY_GUARDED_BY(test_mu_){};
+  std::vector<int> done_idx_ TALLY_GUARDED_BY(test_mu_);
+  std::vector<MPI_Status> done_status_ TALLY_GUARDED_BY(test_mu_);
+  std::vector<std::size_t> unposted_ TALLY_GUARDED_BY(test_mu_);
+  std::vector<std::pair<std::uint32_t, raw_request>> arrived_ TALLY_GUARDED_BY(test_mu_);  // one test's
+  std::vector<std::pair<std::uint32_t, std::string>> faults_ TALLY_GUARDED_BY(test_mu_);
+  std::atomic<bool> broken_flag_{false};  // broken_ is set (read without mu_)
+  // The inboxes and ids; never held across an MPI call.
+  mutable guarded_mutex mu_;
   // Attached, retired, or early news.
   std::unordered_map<std::uint32_t, member> members_ TALLY_GUARDED_BY(mu_);
   std::set<std::uint32_t> free_below_ TALLY_GUARDED_BY(mu_);  // free ids below next_
@@ -173,7 +186,8 @@ class channel {
   std::string broken_ TALLY_GUARDED_BY(mu_);  // an MPI failure of the shared receives
   std::atomic<int> listeners_{0};
   std::atomic<std::uint64_t> last_collect_{0};  // ticks() of the last collect()
-  int thread_users_ TALLY_GUARDED_BY(mu_) = 0;
+  guarded_mutex use_mu_;  // not taken by step(): unuse_thread() waits for a step
+  int thread_users_ TALLY_GUARDED_BY(use_mu_) = 0;
   std::shared_ptr<node_arena> arena_;  // creation only (ordered on the communicator)
   progress_thread progress_;
 };

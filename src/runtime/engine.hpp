@@ -5,14 +5,17 @@
 // (topology::node). Every event goes to the core, and the engine carries out the
 // actions it returns, through its transport. It decides nothing about the protocol. Its jobs
 // live in separate files:
-//   runtime/lifecycle.cpp        creation (validation and agreement), teardown
-//   runtime/engine.cpp           lock, try_lock, unlock, poll, payload, stats
+//   runtime/lifecycle.cpp        creation (agreement, channel, id), teardown
+//   runtime/settings.hpp         validation, environment overrides
+//   runtime/engine.cpp           lock, try_lock, unlock, payload, stats
+//   runtime/progress.cpp         a progress step; poll, poll_nowait, the thread's step
 //   runtime/fast_path.cpp        an idle holder's re-entry without mu_ (flat)
 //   runtime/node_engine.cpp      the same events for topology::node (protocol::cohort
 //                                in shared memory, runtime/node_level.hpp)
 //   runtime/async.cpp            lock_async: acquisitions, MPI generalized requests
 //   runtime/watchdog.cpp         the wait warning
-//   runtime/transport.hpp        communicator, datatype, posted receives, sends
+//   runtime/channel.hpp          one communicator's messages, shared by its mutexes
+//   runtime/transport.hpp        one mutex's messages: its id, datatype, sends
 //   runtime/pacing.hpp           when unlock() polls
 //   runtime/slot.hpp             one thread of a rank at a time
 //   runtime/progress_thread.hpp  progress_mode::thread

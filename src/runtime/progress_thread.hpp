@@ -1,12 +1,13 @@
 // runtime/progress_thread.hpp — progress_mode::thread: one background thread per
 // process, whatever the number of mutexes (docs/design.md, "Progress").
 //
-// Contract. Each engine in thread mode holds a progress_thread: a membership of the
-// process's one progress thread, which runs while any membership is started and is
-// joined when the last one stops. start() registers `step`, which reports what it
-// found: busy (it handled messages), watching (nothing arrived, but only this
-// thread can answer for the rank now: the token idle here, a withdrawn or
-// asynchronous request, a send in flight) or idle (nothing to do). A member is
+// Contract. Each engine in thread mode, and each channel such an engine uses,
+// holds a progress_thread: a membership of the process's one progress thread, which
+// runs while any membership is started and is joined when the last one stops.
+// start() registers `step`, which reports what it found: busy (it handled
+// messages), watching (nothing arrived, but only this thread can answer for the
+// rank now: for an engine a withdrawn or asynchronous request, a send in flight;
+// for a channel an idle token of one of its mutexes) or idle (nothing to do). A member is
 // watched, or not, by its poll_policy:
 //   spin      always watched; no wait before its next step
 //   sleep     always watched; `interval` before its next step

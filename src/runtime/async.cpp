@@ -77,7 +77,7 @@ void engine::async_start_locked() {
   slot_.take();
   bool entered = false;
   try {
-    entered = start_locked("lock_async");
+    entered = level_->start("lock_async");
   } catch (...) {
     slot_.release();
     async_->st = state::cancelled;
@@ -141,7 +141,7 @@ bool engine::async_cancel(acquisition& a) {
     case state::acquired: a.observed = true; return false;
     case state::waiting_slot: break;
     case state::pending:
-      if (!withdraw_locked("lock_request::cancel")) {  // granted meanwhile
+      if (!level_->withdraw("lock_request::cancel")) {  // granted meanwhile
         async_acquired_locked();
         a.observed = true;
         return false;

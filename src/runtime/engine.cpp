@@ -1,13 +1,12 @@
-// runtime/engine.cpp — lock, try_lock, unlock, payload and stats of one mutex: the
-// acquisition, flat or node, and the calls that take it (progress steps:
+// runtime/engine.cpp — lock, try_lock, unlock, payload and stats of one mutex,
+// whichever the topology (its events: runtime/level.hpp; progress steps:
 // runtime/progress.cpp). Every call but the fast path's first gives the other
-// inline mutexes a turn (registry.hpp).
+// in-calls mutexes a turn (registry.hpp).
 #include "runtime/engine.hpp"
 
 #include <string>
 #include <thread>
 
-#include "core/token_codec.hpp"
 #include "runtime/registry.hpp"
 
 namespace tally::detail {
@@ -20,84 +19,10 @@ constexpr std::uint32_t release_every = 16;
 // Threads waiting for the slot in inline mode wake this often to keep the
 // process's other mutexes answering.
 constexpr auto slot_wait_slice = std::chrono::microseconds(200);
-// Node topology: a waiting rank looks at its grant flag this many times per MPI poll.
-constexpr std::uint32_t node_poll_every = 8;
-constexpr std::uint32_t lone_node_poll_every = 128;
 
 }  // namespace
 
-// --- the acquisition, flat or node ----------------------------------------------------
-
-bool engine::start_locked(const char* call) {
-  if (node_) {
-    const std::int32_t me = node_->local();
-    node_event([me](protocol::cohort& c) { return c.lock(me); }, call);
-    return entered_locked();
-  }
-  execute(peer_.lock(), call);
-  return peer_.mode() == protocol::mode::in_cs;
-}
-
-bool engine::entered_locked() {
-  if (!node_) return peer_.mode() == protocol::mode::in_cs;
-  if (!node_in_cs_ && node_->take_grant()) node_in_cs_ = true;
-  return node_in_cs_;
-}
-
-bool engine::withdraw_locked(const char* call) {
-  if (!node_) {
-    execute(peer_.withdraw(), call);
-    return true;
-  }
-  const std::int32_t me = node_->local();
-  const protocol::cohort_step s =
-      node_event([me](protocol::cohort& c) { return c.withdraw(me); }, call, protocol::status::already_in_cs);
-  if (s.ok()) return true;
-  // Granted meanwhile: the grant flag was set under the spinlock, so it is visible.
-  (void)entered_locked();
-  return false;
-}
-
-bool engine::try_enter_locked(const char* call) {
-  if (!node_) {
-    const protocol::step s = peer_.try_lock();
-    if (s.st == protocol::status::would_block) return false;
-    execute(s, call);
-    return true;
-  }
-  const std::int32_t me = node_->local();
-  const protocol::cohort_step s =
-      node_event([me](protocol::cohort& c) { return c.try_lock(me); }, call, protocol::status::would_block);
-  return s.ok() && entered_locked();  // its own grant flag was set
-}
-
-void engine::leave_locked(const char* call) {
-  if (!node_) {
-    execute(peer_.unlock(), call);
-    return;
-  }
-  const std::int32_t me = node_->local();
-  node_in_cs_ = false;
-  node_event([me](protocol::cohort& c) { return c.unlock(me); }, call);
-}
-
-void engine::abandon_locked() noexcept {
-  if (!live_) return;
-  try {
-    if (!node_) {
-      if (peer_.mode() == protocol::mode::requesting && !peer_.withdrawn()) peer_.withdraw();
-      return;
-    }
-    if (!node_in_cs_ && !withdraw_locked("lock")) leave_locked("lock");
-  } catch (...) {  // not waiting: nothing to undo
-  }
-}
-
 std::uint64_t engine::acquisitions_locked() const { return stats_locked().acquisitions; }
-
-std::span<std::byte> engine::payload_locked() noexcept {
-  return node_ ? node_->payload() : std::span<std::byte>(payload_);
-}
 
 // --- locking -----------------------------------------------------------------------
 
@@ -112,18 +37,19 @@ void engine::release_slot_locked() {
 }
 
 bool engine::done_waiting_locked(const acquisition* a) {
-  return a ? a->st == acquisition::state::acquired : entered_locked();
+  return a ? a->st == acquisition::state::acquired : level_->entered();
 }
 
 bool engine::wait_locked(std::optional<clock::time_point> deadline, const char* call, const acquisition* a) {
   const clock::time_point start = clock::now();
   bool warned = wait_warning_ == clock::duration::zero();
   patience wait;
+  const std::uint32_t looks = level_->looks_per_step();
   for (std::uint32_t spin = 1; !done_waiting_locked(a); ++spin) {
     // Node topology: a local handoff is a flag in shared memory, so look at it
     // between MPI polls; past a few thousand spins, give the core away (more ranks
     // than cores: the holder may need it).
-    if (node_ && spin % (node_->nodes() > 1 ? node_poll_every : lone_node_poll_every) != 0) {
+    if (looks > 1 && spin % looks != 0) {
       wait();
       continue;
     }
@@ -179,14 +105,13 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
   }
   slot_.take();
   try {
-    if (!start_locked("lock") && !wait_locked(deadline, "lock", nullptr) &&
-        withdraw_locked("lock timeout")) {
+    if (!level_->start("lock") && !wait_locked(deadline, "lock", nullptr) && level_->withdraw("lock timeout")) {
       release_slot_locked();
       progress_.nudge();  // a withdrawn request needs an answer later
       return false;
     }
   } catch (...) {
-    abandon_locked();
+    level_->abandon();
     release_slot_locked();
     throw;
   }
@@ -206,7 +131,7 @@ bool engine::try_lock() {
   if (async_ && async_->owner == me)
     fail(errc::deadlock, "try_lock: calling thread has an asynchronous acquisition of this mutex outstanding");
   if (slot_.taken()) return false;
-  if (!try_enter_locked("try_lock")) {
+  if (!level_->try_enter("try_lock")) {
     // Not an idle holder: one progress step, so that a spinning try_lock still
     // routes a withdrawn request's token and keeps RN current. It cannot enter.
     progress_locked();
@@ -229,17 +154,15 @@ void engine::unlock() {
     fail(errc::not_owner, "unlock: calling thread does not hold the critical section");
   // Learn of waiting ranks first, so that the token leaves with this unlock (see
   // runtime/pacing.hpp). REQUEST receives are posted again after the token left.
-  // Node topology: only the node's leader receives REQUESTs, and only from other
-  // nodes; it polls as a flat rank does (else, in_calls, a leader re-entering in a
-  // loop never hears them).
-  const bool receives = !node_ || (node_->leader() && node_->nodes() > 1);
-  if (receives && pacing_.due(!node_ && peer_.waiter_known())) {
+  // Node topology: only the node's leader receives REQUESTs (else, in_calls, a
+  // leader re-entering in a loop never hears them).
+  if (level_->receives() && pacing_.due(level_->waiter_known())) {
     const std::uint64_t t0 = ticks();
     pacing_.polled(t0, progress_locked(false));
   }
   trace_exit_locked();
   try {
-    leave_locked("unlock");
+    level_->leave("unlock");
   } catch (...) {
     transport_.repost_requests();
     throw;
@@ -297,7 +220,7 @@ std::span<std::byte> engine::payload(std::uint64_t entry) {
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()) || acquisitions_locked() != entry)
     fail(errc::not_owner, "payload: view used outside the critical section it was taken in");
-  return payload_locked();
+  return level_->payload();
 }
 
 tally::stats engine::stats() const {
@@ -306,17 +229,10 @@ tally::stats engine::stats() const {
 }
 
 tally::stats engine::stats_locked() const {
-  if (!node_) {
-    tally::stats s = peer_.counters();
-    const std::uint64_t fast = fast_entries_.load(std::memory_order_relaxed);
-    s.acquisitions += fast;
-    s.local_acquisitions += fast;
-    return s;
-  }
-  if (!node_->is_open()) return node_final_;
-  node_->lock();
-  const tally::stats s = node_->cohort().counters_of(node_->local());
-  node_->unlock();
+  tally::stats s = level_->stats();
+  const std::uint64_t fast = fast_entries_.load(std::memory_order_relaxed);
+  s.acquisitions += fast;
+  s.local_acquisitions += fast;
   return s;
 }
 

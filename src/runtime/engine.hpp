@@ -1,19 +1,21 @@
 // runtime/engine.hpp — the MPI runtime behind tally::mutex (one engine per mutex).
 //
-// Contract. The engine carries the protocol core over MPI: one protocol::peer per
-// rank (topology::flat), or the node's protocol::cohort in shared memory
-// (topology::node). Every event goes to the core, and the engine carries out the
-// actions it returns, through its transport. It decides nothing about the protocol. Its jobs
-// live in separate files:
-//   runtime/lifecycle.cpp        creation (agreement, channel, id), teardown
+// Contract. The engine carries the protocol core over MPI for one mutex: its
+// level (runtime/level.hpp: a protocol::peer per rank for topology::flat, the
+// node's protocol::cohort in shared memory for topology::node) turns each event
+// into the core's transition and carries out its actions; the engine decides
+// when: who may call, waiting, progress, pacing, teardown. It decides nothing
+// about the protocol. Its jobs live in separate files:
+//   runtime/lifecycle.cpp        creation (agreement, channel, id, level), teardown
 //   runtime/settings.hpp         validation, environment overrides
 //   runtime/engine.cpp           lock, try_lock, unlock, payload, stats
 //   runtime/progress.cpp         a progress step; poll, poll_nowait, the thread's step
 //   runtime/fast_path.cpp        an idle holder's re-entry without mu_ (flat)
-//   runtime/node_engine.cpp      the same events for topology::node (protocol::cohort
-//                                in shared memory, runtime/node_level.hpp)
 //   runtime/async.cpp            lock_async: acquisitions, MPI generalized requests
 //   runtime/watchdog.cpp         the wait warning
+//   runtime/flat_level.hpp       topology::flat
+//   runtime/node_level.hpp       topology::node (runtime/node_slot.hpp: its shared
+//                                memory; runtime/node_arena.hpp: the node's slabs)
 //   runtime/channel.hpp          one communicator's messages, shared by its mutexes
 //   runtime/transport.hpp        one mutex's messages: its id, datatype, sends
 //   runtime/pacing.hpp           when unlock() polls
@@ -28,7 +30,6 @@
 
 #include <mpi.h>
 
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -42,9 +43,8 @@
 #include <vector>
 
 #include "core/protocol.hpp"
-#include "core/token_layout.hpp"
 #include "runtime/acquisition.hpp"
-#include "runtime/node_level.hpp"
+#include "runtime/level.hpp"
 #include "runtime/pacing.hpp"
 #include "runtime/progress_thread.hpp"
 #include "runtime/slot.hpp"
@@ -134,53 +134,21 @@ class engine : public std::enable_shared_from_this<engine> {
   // Completes the generalized request of `a`, if any and not yet done. mu_ held.
   void complete_greq_locked(acquisition& a) noexcept TALLY_REQUIRES(mu_);
   // True if only a progress thread could answer for this rank now. mu_ held. With
-  // `after_event` (node topology, right after this rank's own cohort event), the
-  // node's part is the snapshot that event took under the spinlock.
+  // `after_event` (right after this rank's own event), the level answers as of
+  // that event (level::needs_progress).
   bool attention_locked(bool after_event = false) const noexcept TALLY_REQUIRES(mu_);
   // Completes a request (collective or otherwise) while this engine (mu_ held by
   // the caller when `own` is set) and every other engine keep making progress.
   void wait_progressing(MPI_Request& req, const char* what);
   // The same, progressing this engine too.
   void wait_progressing_locked(MPI_Request& req, const char* what) TALLY_REQUIRES(mu_);
-  // Carries out the action of a protocol step (sends). mu_ held.
-  void execute(const protocol::step& s, const char* event) TALLY_REQUIRES(mu_);
-
-  // -- the acquisition, whichever the topology (mu_ held)
-  // Starts one: true if this rank entered at once.
-  bool start_locked(const char* call) TALLY_REQUIRES(mu_);
-  // True iff this rank has entered (node topology: its grant arrived).
-  bool entered_locked() TALLY_REQUIRES(mu_);
-  // Gives up waiting: true if withdrawn, false if it had entered meanwhile.
-  bool withdraw_locked(const char* call) TALLY_REQUIRES(mu_);
-  // Enters only if that needs no message; never sends.
-  bool try_enter_locked(const char* call) TALLY_REQUIRES(mu_);
-  void leave_locked(const char* call) TALLY_REQUIRES(mu_);
   std::uint64_t acquisitions_locked() const TALLY_REQUIRES(mu_);
   tally::stats stats_locked() const TALLY_REQUIRES(mu_);
-  // An exception interrupted an acquisition: withdraw it, or leave the critical
-  // section if it had been entered. Never throws.
-  void abandon_locked() noexcept TALLY_REQUIRES(mu_);
-  std::span<std::byte> payload_locked() noexcept TALLY_REQUIRES(mu_);
-
-  // -- topology::node (runtime/node_engine.cpp; mu_ held)
-  // Runs one cohort event under the node's spinlock: grants and the token packed
-  // there, sends after it. A non-ok status throws unless it is `allowed`.
-  template <class Event>
-  protocol::cohort_step node_event(Event&& e, const char* what, protocol::status allowed = protocol::status::ok)
-      TALLY_REQUIRES(mu_);
-  bool node_progress_locked(bool repost) TALLY_REQUIRES(mu_);
-  bool node_attention_locked() const noexcept TALLY_REQUIRES(mu_);
-  // The node's part of attention_locked(); the spinlock held.
-  bool node_needs_me() const noexcept TALLY_REQUIRES(mu_);
-  // The node's request names this rank: the token will come here. Spinlock held.
-  bool node_named() const noexcept TALLY_REQUIRES(mu_);
-  // Teardown's drain: every REQUEST for this node received, no node request left.
-  void node_drain_locked(std::uint64_t total_broadcasts) TALLY_REQUIRES(mu_);
-  // Tests for messages and outstanding sends once; hands what arrived to the peer.
+  // Tests for messages and outstanding sends once; hands what arrived to the level.
   // Returns true if any message arrived. mu_ held. With repost false, the channel's
   // REQUEST receives that completed stay unposted until transport_.repost_requests().
   bool progress_locked(bool repost = true) TALLY_REQUIRES(mu_);
-  // Keeps the channel told whether the token is idle here (flat topology), so that
+  // Keeps the channel told whether the token is idle here (level::token_idle_here), so that
   // a REQUEST for it gets a turn without this engine being polled. mu_ held; after
   // every event that can change it (the token's arrival or departure, an entry, an
   // exit).
@@ -208,7 +176,6 @@ class engine : public std::enable_shared_from_this<engine> {
   void settle_fast_locked() noexcept TALLY_REQUIRES(mu_);
   // free() of a faulted mutex: no drain (a failed rank may never answer).
   void free_faulted_locked() TALLY_REQUIRES(mu_);
-  void send_token(protocol::rank_t to) TALLY_REQUIRES(mu_);
 
   // -- immutable after construction
   int rank_ = 0;
@@ -219,7 +186,8 @@ class engine : public std::enable_shared_from_this<engine> {
   // -- guarded by mu_
   mutable guarded_mutex mu_;
   transport transport_ TALLY_GUARDED_BY(mu_);
-  protocol::peer peer_ TALLY_GUARDED_BY(mu_);
+  // The topology's half: set up by the constructor, used only under mu_.
+  std::unique_ptr<level> level_ TALLY_GUARDED_BY(mu_);
   rank_slot slot_ TALLY_GUARDED_BY(mu_);
   unlock_pacing pacing_ TALLY_GUARDED_BY(mu_);
   bool live_ TALLY_GUARDED_BY(mu_) = true;
@@ -231,9 +199,6 @@ class engine : public std::enable_shared_from_this<engine> {
   trace_log trace_;                 // the handoff timeline, off unless asked for
   bool all_traced_ = false;         // every rank traces: its clock is synced (immutable)
   std::uint64_t traced_local_ TALLY_GUARDED_BY(mu_) = 0;  // local entries when the last enter was traced
-  std::vector<std::byte> payload_ TALLY_GUARDED_BY(mu_);  // the token's payload while held here
-  protocol::token spare_ TALLY_GUARDED_BY(mu_);           // storage for unpacking, recycled from sent tokens
-  std::array<std::int32_t, protocol::node_token::route> spare_route_ TALLY_GUARDED_BY(mu_){};  // a node token's trail
   // The outstanding acquisition (waiting_slot or pending).
   std::shared_ptr<acquisition> async_ TALLY_GUARDED_BY(mu_);
 
@@ -243,45 +208,10 @@ class engine : public std::enable_shared_from_this<engine> {
   std::atomic<std::uintptr_t> fast_{fast_closed};  // closed, open, or the entered thread's token
   std::atomic<std::uint64_t> fast_entries_{0};     // entries made by the fast path (stats)
   std::atomic<std::uint64_t> fast_due_{0};         // in_calls: ticks() from which lock() goes slow
-  bool fast_allowed_ = false;                      // immutable after creation: flat, untraced
+  bool fast_allowed_ = false;                      // immutable after creation: untraced, the token can idle here
   std::uint64_t last_arrival_ TALLY_GUARDED_BY(mu_) = 0;  // ticks() of the last poll that found a message
-
-  // -- topology::node only (null otherwise)
-  std::unique_ptr<node_level> node_;
-  bool node_in_cs_ TALLY_GUARDED_BY(mu_) = false;      // this rank took its grant and has not left
-  bool node_attention_ TALLY_GUARDED_BY(mu_) = false;  // node_needs_me() at this rank's last cohort event
-  std::vector<std::int32_t> bcast_order_ TALLY_GUARDED_BY(mu_);  // the next broadcast's peers, in order
-  tally::stats node_final_ TALLY_GUARDED_BY(mu_){};    // its counters, kept when the slot is let go of
 
   progress_thread progress_;
 };
-
-// Defined here: engine.cpp and node_engine.cpp instantiate it with their lambdas.
-template <class Event>
-protocol::cohort_step engine::node_event(Event&& e, const char* what, protocol::status allowed) {
-  protocol::cohort& c = node_->cohort();
-  int token_count = 0;  // units of the token staged below
-  node_->lock();
-  const protocol::cohort_step s = e(c);
-  node_attention_ = node_needs_me();
-  if (s.ok()) {
-    if (s.act.grant >= 0) node_->grant(s.act.grant);
-    if (s.act.broadcast) {  // the order is shared state: read it under the spinlock
-      bcast_order_.clear();
-      for (const std::int32_t j : c.broadcast_order())
-        bcast_order_.push_back(static_cast<std::int32_t>(node_->peer_index(j)));
-    }
-    if (s.act.token_to.value() >= 0)
-      token_count = transport_.wire().pack(c, s.act.token_to, node_->payload(), transport_.stage_token());
-  }
-  node_->unlock();
-  if (!s.ok()) {
-    if (s.st == allowed) return s;
-    fail(protocol::to_errc(s.st), std::string(what) + ": " + protocol::describe(s.st));
-  }
-  if (s.act.token_to.value() >= 0) transport_.send_staged(s.act.token_to, token_count);
-  if (s.act.broadcast) transport_.broadcast(s.act.seq, s.act.requester, s.act.copy, bcast_order_);
-  return s;
-}
 
 }  // namespace tally::detail

@@ -47,8 +47,8 @@ bool engine::try_fast_unlock() noexcept {
 }
 
 void engine::open_fast_locked() noexcept {
-  if (!fast_allowed_ || !live_ || fault_ || async_ || slot_.taken() || !peer_.holds_token() ||
-      peer_.mode() != protocol::mode::idle || peer_.withdrawn())
+  if (!fast_allowed_ || !live_ || fault_ || async_ || slot_.taken() || !level_->token_idle_here() ||
+      level_->needs_progress(false))
     return;
   const std::uint64_t now = ticks();
   if (now - last_arrival_ < static_cast<std::uint64_t>(fast_quiet_us * ticks_per_us())) return;
@@ -65,7 +65,7 @@ void engine::settle_fast_locked() noexcept {
   // protocol's critical section from now on, as if it had entered the slow way (an
   // idle holder's entry: no message, counted once).
   fast_entries_.fetch_sub(1, std::memory_order_relaxed);
-  (void)peer_.lock();
+  level_->enter_idle();
   slot_.take();
   slot_.enter(reinterpret_cast<const thread_token*>(s)->id);
 }

@@ -16,6 +16,8 @@
 
 #include "runtime/channel.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/flat_level.hpp"
+#include "runtime/node_level.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/settings.hpp"
 
@@ -30,7 +32,7 @@ std::atomic<unsigned> created{0};
 
 engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_error,
                std::span<const std::byte> initial_payload)
-    : opts_(opts), peer_(protocol::rank_t(0), 1, protocol::rank_t(0)) {
+    : opts_(opts) {
   if (comm == MPI_COMM_NULL) fail(errc::arg, "communicator is MPI_COMM_NULL");
   if (!mpi_usable()) fail(errc::state, "MPI is not initialized, or already finalized");
   int inter = 0;
@@ -106,43 +108,36 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   transport_.set_trace(&trace_);
   // The timeline's clock offsets, where every rank traces (a collective).
   if (all_traced_) sync_trace_clock(ch->messages());
-  if (opts_.topology != topology::flat) {
-    // Node topology: the shared-memory level. `automatic` keeps it only where some
-    // node holds two or more ranks, and falls back to flat where it cannot be built.
-    node_ = std::make_unique<node_level>();
-    try {
-      std::shared_ptr<node_arena> arena = ch->arena(waiter);
-      if (opts_.topology == topology::automatic && arena->nodes() == size_)
-        node_.reset();  // every rank has a node of its own: nothing to share
-      else
-        node_->open(std::move(arena), static_cast<std::uint32_t>(id), ch->messages(), rank_, opts.pass_bound,
-                    opts.initial_owner, opts.payload_bytes, initial_payload, waiter);
-    } catch (const error&) {
-      node_.reset();
-      if (opts_.topology == topology::node) throw;
-    }
-    opts_.topology = node_ ? topology::node : topology::flat;
-  }
   transport::shape sh;
   sh.payload_bytes = opts.payload_bytes;
   sh.window = broadcast_window();
-  if (node_) {
-    sh.token_entries = node_->nodes();
-    sh.node_of = node_->node_of();
-    sh.token_self = node_->node();
-    sh.with_requester = true;
-    sh.form = node_token_form();
-    sh.peers = node_->other_leaders();
-  } else {
-    sh.token_entries = size_;
-    sh.token_self = rank_;
-    for (int d = 1; d < size_; ++d) sh.peers.push_back((rank_ + d) % size_);
-    peer_ = protocol::peer(protocol::rank_t(rank_), size_, protocol::rank_t(opts.initial_owner));
-    payload_.assign(opts.payload_bytes, std::byte{0});
-    if (rank_ == opts.initial_owner && !initial_payload.empty())
-      std::copy(initial_payload.begin(), initial_payload.end(), payload_.begin());
+  if (opts_.topology != topology::flat) {
+    // Node topology: the shared-memory level. `automatic` keeps it only where some
+    // node holds two or more ranks, and falls back to flat where it cannot be built.
+    auto node = std::make_unique<node_level>(transport_, rank_);
+    try {
+      std::shared_ptr<node_arena> arena = ch->arena(waiter);
+      if (opts_.topology == topology::automatic && arena->nodes() == size_) {
+        node.reset();  // every rank has a node of its own: nothing to share
+      } else {
+        node->open(std::move(arena), static_cast<std::uint32_t>(id), ch->messages(), opts.pass_bound,
+                   opts.initial_owner, opts.payload_bytes, initial_payload, waiter);
+        node->describe(sh);
+      }
+    } catch (const error&) {
+      if (opts_.topology == topology::node) throw;
+      node.reset();
+    }
+    level_ = std::move(node);
   }
-  fast_allowed_ = !node_ && !trace_.on();
+  opts_.topology = level_ ? topology::node : topology::flat;
+  if (!level_) {
+    level_ = std::make_unique<flat_level>(transport_, rank_, size_, opts.initial_owner, opts.payload_bytes,
+                                          initial_payload);
+    flat_level::describe(sh, rank_, size_);
+  }
+  // The fast path serves an idle token, which only the flat topology keeps on a rank.
+  fast_allowed_ = opts_.topology == topology::flat && !trace_.on();
   const bool thread = opts_.progress == progress_mode::thread;
   registry::add(this);
   try {
@@ -218,14 +213,7 @@ void engine::free_faulted_locked() {
   }
   slot_.release();
   transport_.abandon();
-  if (node_) {
-    node_final_ = stats_locked();
-    try {
-      node_->close();
-    } catch (const error&) {
-      // MPI refused: nothing more to do on a faulted mutex.
-    }
-  }
+  level_->close();
 }
 
 void engine::free(bool at_finalize) {
@@ -251,36 +239,22 @@ void engine::free(bool at_finalize) {
   try {
     if (async_) {  // not acquired yet: withdrawn like a timed-out lock
       outstanding = true;
-      if (async_->st == acquisition::state::pending) {
-        if (!node_)
-          peer_.withdraw();
-        else if (!withdraw_locked("free"))  // granted, but never acquired: give it back
-          leave_locked("free");
-      }
+      // Granted, but never acquired: give it back.
+      if (async_->st == acquisition::state::pending && !level_->withdraw("free")) level_->leave("free");
       async_->st = acquisition::state::cancelled;
       complete_greq_locked(*async_);
       async_.reset();
     }
-    if (node_) {
-      // Leave the critical section, or stop waiting (a grant that came meanwhile
-      // is taken and given up at once).
-      node_->lock();
-      const bool waiting = node_->cohort().is_waiting(node_->local());
-      node_->unlock();
-      if (entered_locked()) {
-        held = true;
-        trace_exit_locked();
-        leave_locked("free");
-      } else if (waiting && !withdraw_locked("free")) {
-        leave_locked("free");
-      }
-    } else if (peer_.mode() == protocol::mode::in_cs) {
+    // Leave the critical section, or stop waiting (node topology: a grant that
+    // comes meanwhile is taken and given up at once, so look at `waiting` first).
+    const bool waiting = level_->waiting();
+    if (level_->entered()) {
       held = true;
       trace_exit_locked();
-      progress_locked();
-      execute(peer_.unlock(), "free");
-    } else if (peer_.mode() == protocol::mode::requesting && !peer_.withdrawn()) {
-      peer_.withdraw();
+      progress_locked();  // REQUESTs first, so that the token leaves with the exit
+      level_->leave("free");
+    } else if (waiting && !level_->withdraw("free")) {
+      level_->leave("free");
     }
     slot_.release();
 
@@ -294,25 +268,15 @@ void engine::free(bool at_finalize) {
     const unsigned long long total = transport_.chan().allreduce_sum(transport_.id(), mine, own);
     // Drain: receive every REQUEST, let withdrawn requests be served (the token is
     // only ever in flight to a requesting rank), complete every send.
-    if (node_) {
-      node_drain_locked(total);
-    } else {
-      const std::uint64_t expected = total - mine;
-      for (patience wait; peer_.counters().requests_received < expected ||
-                          peer_.mode() == protocol::mode::requesting || transport_.sends_pending();
-           wait()) {
-        progress_locked();
-        registry::poll_others(this);
-      }
+    for (patience wait; !level_->drained(total); wait()) {
+      progress_locked();
+      registry::poll_others(this);
     }
     (void)transport_.chan().allreduce_sum(transport_.id(), 0, others);  // a barrier
     if (all_traced_) sync_trace_clock(transport_.chan().messages());
     // Nothing can arrive any more: retire the posted receives.
     transport_.cancel_receives();
-    if (node_) {
-      node_final_ = stats_locked();
-      node_->close();
-    }
+    level_->close();
     transport_.close();
   } catch (const error& e) {
     failure = std::current_exception();

@@ -1,115 +1,173 @@
 #include "runtime/node_level.hpp"
 
-#include <algorithm>
-#include <atomic>
-#include <cstring>
-#include <optional>
 #include <string>
-#include <thread>
+
+#include "core/token_codec.hpp"
+#include "runtime/handles.hpp"
+#include "runtime/settings.hpp"
 
 namespace tally::detail {
 
-namespace {
-
-constexpr std::size_t line = node_arena::line;
-constexpr std::size_t round_up(std::size_t x) noexcept { return (x + line - 1) / line * line; }
-
-// Spins this often before yielding the core (more ranks than cores).
-constexpr int spins_before_yield = 256;
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
+template <class Event>
+protocol::cohort_step node_level::event(Event&& e, const char* call, protocol::status allowed) {
+  protocol::cohort& c = slot_.cohort();
+  int token_count = 0;  // units of the token staged below
+  slot_.lock();
+  const protocol::cohort_step s = e(c);
+  needed_ = needed_here();
+  if (s.ok()) {
+    if (s.act.grant >= 0) slot_.grant(s.act.grant);
+    if (s.act.broadcast) {  // the order is shared state: read it under the spinlock
+      bcast_order_.clear();
+      for (const std::int32_t j : c.broadcast_order())
+        bcast_order_.push_back(static_cast<std::int32_t>(slot_.peer_index(j)));
+    }
+    if (s.act.token_to.value() >= 0)
+      token_count = t_.wire().pack(c, s.act.token_to, slot_.payload(), t_.stage_token());
+  }
+  slot_.unlock();
+  if (!s.ok()) {
+    if (s.st == allowed) return s;
+    fail(protocol::to_errc(s.st), std::string(call) + ": " + protocol::describe(s.st));
+  }
+  if (s.act.token_to.value() >= 0) t_.send_staged(s.act.token_to, token_count);
+  if (s.act.broadcast) t_.broadcast(s.act.seq, s.act.requester, s.act.copy, bcast_order_);
+  return s;
 }
 
-std::atomic_ref<std::uint32_t> word_at(std::byte* p) noexcept {
-  return std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(p));
+void node_level::describe(transport::shape& sh) const {
+  sh.token_entries = slot_.nodes();
+  sh.node_of = slot_.node_of();
+  sh.token_self = slot_.node();
+  sh.with_requester = true;
+  sh.form = node_token_form();
+  sh.peers = slot_.other_leaders();
 }
-static_assert(std::atomic_ref<std::uint32_t>::is_always_lock_free,
-              "the shared-memory spinlock needs lock-free 32-bit atomics");
 
-}  // namespace
+// --- an acquisition ------------------------------------------------------------------
 
-void node_level::open(std::shared_ptr<node_arena> arena, std::uint32_t id, MPI_Comm comm, int rank,
-                      std::uint32_t pass_bound, int owner, std::size_t payload_bytes,
-                      std::span<const std::byte> initial_payload, const node_arena::waiter& wait) {
-  arena_ = std::move(arena);
-  // The slot: the spinlock word with the cohort right after it (a local event then
-  // finds the word and the fields it changes on one line), a grant line per local
-  // rank, the payload.
-  layout_ = protocol::cohort_layout::of(nodes(), locals());
-  const std::size_t cohort_at = sizeof(std::uint64_t);
-  grants_at_ = round_up(cohort_at + layout_.bytes);
-  const std::size_t payload_at = grants_at_ + line * static_cast<std::size_t>(locals());
-  const std::size_t bytes = payload_at + round_up(std::max<std::size_t>(payload_bytes, 1));
-  std::string why;
-  base_ = arena_->slot(id, bytes, why);
+bool node_level::start(const char* call) {
+  const std::int32_t me = slot_.local();
+  event([me](protocol::cohort& c) { return c.lock(me); }, call);
+  return entered();
+}
+
+bool node_level::entered() {
+  if (!in_cs_ && slot_.take_grant()) in_cs_ = true;
+  return in_cs_;
+}
+
+bool node_level::waiting() const {
+  slot_.lock();
+  const bool w = slot_.cohort().is_waiting(slot_.local());
+  slot_.unlock();
+  return w;
+}
+
+bool node_level::withdraw(const char* call) {
+  const std::int32_t me = slot_.local();
+  const protocol::cohort_step s =
+      event([me](protocol::cohort& c) { return c.withdraw(me); }, call, protocol::status::already_in_cs);
+  if (s.ok()) return true;
+  // Granted meanwhile: the grant flag was set under the spinlock, so it is visible.
+  (void)entered();
+  return false;
+}
+
+bool node_level::try_enter(const char* call) {
+  const std::int32_t me = slot_.local();
+  const protocol::cohort_step s =
+      event([me](protocol::cohort& c) { return c.try_lock(me); }, call, protocol::status::would_block);
+  return s.ok() && entered();  // its own grant flag was set
+}
+
+void node_level::leave(const char* call) {
+  const std::int32_t me = slot_.local();
+  in_cs_ = false;
+  event([me](protocol::cohort& c) { return c.unlock(me); }, call);
+}
+
+void node_level::abandon() noexcept {
   try {
-    node_arena::agree(comm, base_ ? node_arena::ok : node_arena::window, why, wait);
-  } catch (...) {
-    arena_->settle(false);
-    throw;
-  }
-  arena_->settle(true);
-  payload_ = std::span<std::byte>(base_ + payload_at, payload_bytes);
-  cohort_.emplace(protocol::cohort_shape{nodes(), node(), locals(), pass_bound},
-                  protocol::cohort_view::at(base_ + cohort_at, layout_), arena_->node_of(), arena_->members());
-
-  // The leader initializes; then the initial owner puts the payload in; each is
-  // visible to the node after the barrier that follows it.
-  if (local() == 0) {
-    std::memset(base_, 0, bytes);
-    cohort_->reset(node_of()[static_cast<std::size_t>(owner)]);
-  }
-  MPI_Request req = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibarrier(arena_->comm(), &req), "MPI_Ibarrier(node)");
-  wait(req, "MPI_Ibarrier(node)");
-  if (rank == owner && !initial_payload.empty())
-    std::memcpy(payload_.data(), initial_payload.data(), payload_.size());
-  check_mpi(MPI_Ibarrier(arena_->comm(), &req), "MPI_Ibarrier(node)");
-  wait(req, "MPI_Ibarrier(node)");
-}
-
-void node_level::close() {
-  cohort_.reset();
-  base_ = nullptr;
-  arena_.reset();
-}
-
-std::vector<int> node_level::other_leaders() const {
-  std::vector<int> out;
-  for (std::int32_t d = 1; d < nodes(); ++d) out.push_back(leaders()[static_cast<std::size_t>((node() + d) % nodes())]);
-  return out;
-}
-
-void node_level::lock() noexcept {
-  std::atomic_ref<std::uint32_t> w = word_at(base_);
-  // The first try takes the line for writing at once (a read first would fetch it
-  // twice when it is free, the common case); then spin on reads.
-  if (w.exchange(1, std::memory_order_acquire) == 0) return;
-  for (int spin = 0;; ++spin) {
-    if (w.load(std::memory_order_relaxed) == 0 && w.exchange(1, std::memory_order_acquire) == 0) return;
-    if (spin < spins_before_yield)
-      cpu_relax();
-    else
-      std::this_thread::yield();
+    if (!in_cs_ && !withdraw("lock")) leave("lock");
+  } catch (...) {  // not waiting: nothing to undo
   }
 }
 
-void node_level::unlock() noexcept { word_at(base_).store(0, std::memory_order_release); }
+// --- progress ------------------------------------------------------------------------
 
-void node_level::grant(std::int32_t i) noexcept {
-  word_at(base_ + grants_at_ + line * static_cast<std::size_t>(i)).store(1, std::memory_order_release);
+void node_level::before_test() {
+  if (slot_.nodes() > 1 && !t_.token_posted()) {  // while the node's request names this rank
+    slot_.lock();
+    const bool here = named();
+    slot_.unlock();
+    t_.want_token(here);
+  }
 }
 
-bool node_level::take_grant() noexcept {
-  std::atomic_ref<std::uint32_t> w = word_at(base_ + grants_at_ + line * static_cast<std::size_t>(local()));
-  if (w.load(std::memory_order_acquire) == 0) return false;
-  w.store(0, std::memory_order_relaxed);
-  return true;
+void node_level::deliver(const transport::arrivals& a) {
+  const std::int32_t me = slot_.local();
+  for (const transport::request_arrival& r : a.requests)
+    event([&](protocol::cohort& c) { return c.on_request(me, r.from, r.seq, r.copy); }, "REQUEST received");
+  if (a.token) {
+    // The node does not hold the token, so nobody reads its LN, trail or payload but
+    // this rank: the token goes straight into shared memory, without the spinlock
+    // (cohort::ln_inbox), patching the node's LN copy where it is a delta.
+    protocol::cohort& c = slot_.cohort();
+    const std::span<protocol::ln_t> ln = c.ln_inbox();
+    std::uint64_t hop = 0;
+    t_.read_token(*c.state().hop, ln, spare_queue_, hop, spare_route_, slot_.payload());
+    event([&](protocol::cohort& n) { return n.on_token(me, ln, spare_queue_, {hop, spare_route_}); },
+          "token received");
+  }
+}
+
+bool node_level::needs_progress(bool after_event) const noexcept {
+  if (after_event) return needed_;
+  slot_.lock();
+  const bool needed = needed_here();
+  slot_.unlock();
+  return needed;
+}
+
+bool node_level::needed_here() const noexcept {
+  return (slot_.leader() && slot_.cohort().holds_token()) || named();
+}
+
+bool node_level::named() const noexcept {
+  const protocol::cohort& c = slot_.cohort();
+  return c.requesting() && c.state().requester[slot_.node()] == rank_;
+}
+
+// --- teardown and counters -----------------------------------------------------------
+
+bool node_level::drained(std::uint64_t total) const {
+  // REQUESTs for this node: one per broadcast from another node. The node's own
+  // broadcasts are summed over its ranks' counters (nobody broadcasts any more:
+  // every rank of the job has left the critical section or withdrawn).
+  slot_.lock();
+  const protocol::cohort& c = slot_.cohort();
+  std::uint64_t own = 0;
+  for (std::int32_t i = 0; i < slot_.locals(); ++i) own += c.counters_of(i).broadcasts;
+  const bool requesting = c.requesting();
+  const std::uint64_t received = c.counters_of(slot_.local()).requests_received;
+  slot_.unlock();
+  const std::uint64_t expected = slot_.leader() ? total - own : 0;
+  return received >= expected && !requesting && !t_.sends_pending();
+}
+
+void node_level::close() noexcept {
+  if (!slot_.is_open()) return;
+  final_ = stats();
+  slot_.close();
+}
+
+tally::stats node_level::stats() const {
+  if (!slot_.is_open()) return final_;
+  slot_.lock();
+  const tally::stats s = slot_.cohort().counters_of(slot_.local());
+  slot_.unlock();
+  return s;
 }
 
 }  // namespace tally::detail

@@ -1,84 +1,86 @@
-// runtime/node_level.hpp — one mutex's shared memory in the node topology.
+// runtime/node_level.hpp — topology::node: shared memory inside a node,
+// Suzuki–Kasami between nodes.
 //
-// Contract. One slot per mutex in its channel's node arena (runtime/node_arena.hpp),
-// shared by the ranks of a node, holds:
-//   - a spinlock that serializes every transition of the node's protocol::cohort,
-//     whichever rank of the node carries it out, followed at once by the cohort's
-//     state (core/cohort.hpp), so that a local lock or unlock finds both on one line;
-//   - one grant flag per local rank (each on its own cache line): set, under the
-//     spinlock, by the rank that hands the critical section to it; cleared by the
-//     rank itself when it sees it. A waiting rank spins on its own line only;
-//   - the payload. It and the cohort's state belong to the rank in the critical
-//     section, else to the spinlock's holder.
-// Nothing under the spinlock calls MPI or blocks: a transition, a grant, the token
-// packed into a send buffer. Across processes the atomics are C++ atomics on the
-// shared mapping (lock-free, address-free), so no MPI synchronization is involved.
-// The node's leader receives its REQUESTs; the token goes to the rank that asked.
+// Contract. The level (runtime/level.hpp) of a mutex whose ranks share their
+// node's protocol::cohort, in the mutex's slot of shared memory
+// (runtime/node_slot.hpp). Every transition of the cohort runs under the slot's
+// spinlock, by whichever rank of the node carries the event: its own lock,
+// try_lock, withdraw or unlock, a REQUEST it received as the node's leader, the
+// token it received as the rank the node asked it for. Under the spinlock the rank
+// also sets the grant flag of the rank it hands the critical section to and packs
+// an outgoing token (LN, queue, payload: all in shared memory) into a send buffer;
+// the MPI sends follow after the spinlock is released.
 #pragma once
 
-#include <mpi.h>
-
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <vector>
 
 #include "core/cohort.hpp"
-#include "runtime/handles.hpp"
-#include "runtime/node_arena.hpp"
+#include "core/token_layout.hpp"
+#include "runtime/level.hpp"
+#include "runtime/node_slot.hpp"
 
 namespace tally::detail {
 
-class node_level {
+class node_level final : public level {
  public:
-  node_level() = default;
-  node_level(const node_level&) = delete;
-  node_level& operator=(const node_level&) = delete;
-
-  // Collective over `comm` (the arena's communicator; this process is rank `rank`):
-  // takes the slot of mutex `id` in `arena` and initializes it (the token idle on
-  // the node of `owner`, whose rank copies `initial_payload` in). Every rank of comm
-  // either succeeds or throws the same tally::error (errc::mpi).
-  void open(std::shared_ptr<node_arena> arena, std::uint32_t id, MPI_Comm comm, int rank, std::uint32_t pass_bound,
+  node_level(transport& t, int rank) : t_(t), rank_(rank) {}
+  // Collective: takes and initializes the mutex's slot (node_slot::open).
+  void open(std::shared_ptr<node_arena> arena, std::uint32_t id, MPI_Comm comm, std::uint32_t pass_bound,
             int owner, std::size_t payload_bytes, std::span<const std::byte> initial_payload,
-            const node_arena::waiter& wait);
-  // Lets go of the slot (local: the arena keeps the memory for the id's next mutex).
-  void close();
-
-  bool is_open() const noexcept { return cohort_.has_value(); }
-  protocol::cohort& cohort() noexcept { return *cohort_; }
-  std::int32_t local() const noexcept { return arena_->local(); }
-  std::int32_t locals() const noexcept { return arena_->locals(); }
-  std::int32_t node() const noexcept { return arena_->node(); }
-  std::int32_t nodes() const noexcept { return arena_->nodes(); }
-  bool leader() const noexcept { return local() == 0; }
-  // Leaders of the other nodes, starting after this node (REQUEST destinations).
-  std::vector<int> other_leaders() const;
-  // The position of node k (not this one) in other_leaders().
-  std::size_t peer_index(std::int32_t k) const noexcept {
-    return static_cast<std::size_t>((k - node() - 1 + 2 * nodes()) % nodes());
+            const node_arena::waiter& wait) {
+    slot_.open(std::move(arena), id, comm, rank_, pass_bound, owner, payload_bytes, initial_payload, wait);
   }
-  // The leader (global rank) of every node; each rank's node.
-  const std::vector<int>& leaders() const noexcept { return arena_->leaders(); }
-  const std::vector<std::int32_t>& node_of() const noexcept { return arena_->node_of(); }
-  std::span<std::byte> payload() const noexcept { return payload_; }
+  // The transport's shape for this topology: a token between nodes, node leaders
+  // as peers (open() first).
+  void describe(transport::shape& sh) const;
 
-  void lock() noexcept;    // the spinlock; spins, then yields
-  void unlock() noexcept;
-  // Sets the grant flag of local rank i (spinlock held).
-  void grant(std::int32_t i) noexcept;
-  // True once: this rank's grant flag was set; it is cleared.
-  bool take_grant() noexcept;
+  bool start(const char* call) override;
+  bool entered() override;
+  bool waiting() const override;
+  bool withdraw(const char* call) override;
+  bool try_enter(const char* call) override;
+  void leave(const char* call) override;
+  void abandon() noexcept override;
+  void before_test() override;
+  void deliver(const transport::arrivals& a) override;
+  bool needs_progress(bool after_event) const noexcept override;
+  // Only the leader receives REQUESTs, and only from other nodes.
+  bool receives() const noexcept override { return slot_.leader() && slot_.nodes() > 1; }
+  bool waiter_known() const noexcept override { return false; }
+  std::uint32_t looks_per_step() const noexcept override { return slot_.nodes() > 1 ? 8 : 128; }
+  bool drained(std::uint64_t total) const override;
+  void close() noexcept override;
+  std::span<std::byte> payload() noexcept override { return slot_.payload(); }
+  tally::stats stats() const override;
 
  private:
-  std::shared_ptr<node_arena> arena_;
-  std::byte* base_ = nullptr;
-  std::size_t grants_at_ = 0;  // offset of local rank 0's grant line
-  protocol::cohort_layout layout_{};
-  std::optional<protocol::cohort> cohort_;
-  std::span<std::byte> payload_;
+  // Runs one cohort event under the spinlock: grants and the token packed there,
+  // sends after it. A non-ok status throws unless it is `allowed`.
+  template <class Event>
+  protocol::cohort_step event(Event&& e, const char* call, protocol::status allowed = protocol::status::ok);
+  // Only this rank can answer: as the leader while the node holds the token (a
+  // REQUEST must move it), or as the rank a pending node request named (the token
+  // comes here). Spinlock held.
+  bool needed_here() const noexcept;
+  // The node's pending request names this rank: the token will come here. Spinlock held.
+  bool named() const noexcept;
+
+  transport& t_;
+  int rank_;
+  // node_slot's methods are const where they only look, but the spinlock is taken
+  // by looks too: mutable.
+  mutable node_slot slot_;
+  bool in_cs_ = false;           // this rank took its grant and has not left
+  bool needed_ = false;          // needed_here() at this rank's last cohort event
+  std::vector<std::int32_t> bcast_order_;  // the next broadcast's peers, in order
+  std::vector<protocol::rank_t> spare_queue_;  // a received token's queue
+  std::array<std::int32_t, protocol::node_token::route> spare_route_{};  // a received token's trail
+  tally::stats final_{};         // the counters, kept when the slot is let go of
 };
 
 }  // namespace tally::detail

@@ -1,5 +1,5 @@
-// runtime/progress.cpp — the engine's progress: one step of messages in and their
-// actions out (progress_locked, execute), what the channel and the progress thread
+// runtime/progress.cpp — the engine's progress: one step of messages in, handed to
+// the level (progress_locked), what the channel and the progress thread
 // are told (listen_locked, attention_locked), and the entry points of the pollers
 // other than the engine's own calls: poll(), registry::poll_others (poll_nowait)
 // and the progress thread (progress_from_thread).
@@ -8,47 +8,23 @@
 
 namespace tally::detail {
 
-void engine::execute(const protocol::step& s, const char* event) {
-  if (!s.ok()) fail(protocol::to_errc(s.st), std::string(event) + ": " + protocol::describe(s.st));
-  switch (s.act.what) {
-    case protocol::action::kind::none: return;
-    case protocol::action::kind::broadcast_request: transport_.broadcast(s.act.seq, peer_.self()); return;
-    case protocol::action::kind::send_token: send_token(s.act.to); return;
-  }
-}
-
-void engine::send_token(protocol::rank_t to) {
-  std::optional<protocol::token> t = peer_.take_token();
-  transport_.send_token(to, *t, payload_);
-  spare_ = std::move(*t);  // its storage receives the next token
-  listen_locked();
-}
-
 void engine::listen_locked() noexcept {
-  const bool want = !node_ && live_ && !fault_ && peer_.holds_token() && peer_.mode() == protocol::mode::idle;
+  const bool want = live_ && !fault_ && level_->token_idle_here();
   if (want == listening_) return;
   listening_ = want;
   transport_.chan().listen(want);
 }
 
 bool engine::progress_locked(bool repost) {
-  if (node_) return node_progress_locked(repost);
+  level_->before_test();
   const transport::arrivals a = transport_.test(repost);
   if (a.any()) {  // news for the protocol: no entry may bypass it now, or soon
     settle_fast_locked();
     last_arrival_ = ticks();
   }
-  // REQUESTs before the token: either order is a valid execution (channels are
-  // unordered), and this one lets a just-arrived token be routed at once.
-  for (const transport::request_arrival& r : a.requests)
-    execute(peer_.on_request(r.from, r.seq), "REQUEST received");
-  if (a.token) {
-    transport_.read_token(spare_, payload_);
-    execute(peer_.on_token(std::move(spare_)), "token received");
-    if (async_ && async_->st == acquisition::state::pending &&
-        peer_.mode() == protocol::mode::in_cs)
-      async_acquired_locked();
-  }
+  level_->deliver(a);
+  // A local handoff is no message: an asynchronous acquisition looks at the level.
+  if (async_ && async_->st == acquisition::state::pending && level_->entered()) async_acquired_locked();
   transport_.pump();  // after any token send: the token overtakes the rest
   // Sends are reaped by polls that found nothing, off the path from a message's
   // arrival to what it triggers (or when slots pile up).
@@ -63,9 +39,8 @@ bool engine::progress_locked(bool repost) {
 
 bool engine::attention_locked(bool after_event) const noexcept {
   if (async_ != nullptr || transport_.sends_active()) return true;
-  if (node_) return after_event ? node_attention_ : node_attention_locked();
   // An idle token here needs no watching of its own: the channel listens for it.
-  return peer_.withdrawn();
+  return level_->needs_progress(after_event);
 }
 
 // --- the other pollers -------------------------------------------------------------

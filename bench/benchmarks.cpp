@@ -12,6 +12,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <exception>
 #include <optional>
@@ -85,6 +86,10 @@ void BM_Floor(benchmark::State& state) {
   const double median = m.publish(state, compare_to::nothing);
   if (w.rank == 0) measured_floor() = {median, w.size};
   state.counters["msg_bytes"] = bytes;
+  // Inside a node a lock can hand over through shared memory: its floor is a cache
+  // line's trip (docs/benchmarks.md, "The shared-memory floor").
+  const double line = line_floor_ns(100000);
+  if (std::isfinite(line)) state.counters["line_one_way_ns"] = line;
 }
 
 // --- BM_Handoff and BM_CsSweep: every rank loops lock, CS, unlock, think ---------------

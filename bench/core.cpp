@@ -102,7 +102,7 @@ void BM_TokenDecode(benchmark::State& st) {
 }
 // The node topology's hop: nodes 0 and 1 of K, each one rank, their states as the
 // runtime keeps them (one block per node); the token is packed from the holder's
-// state, as node_engine does, and taken in by cohort::on_token. `delta`: the REQUEST
+// state, as node_level does, and taken in by cohort::on_token. `delta`: the REQUEST
 // says the asking node's copy is from the move before (a delta of one pair goes);
 // else it says 0 and the whole LN goes.
 struct node_hop_bench {

@@ -1,6 +1,7 @@
 #include "harness.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <set>
@@ -86,6 +87,56 @@ std::int64_t batch_iterations(const benchmark::State& state, std::int64_t unit, 
 }
 
 floor_value& measured_floor() noexcept { return g_floor; }
+
+double line_floor_ns(int round_trips) {
+  const world_info& w = world();
+  double out = NAN;
+  if (!w.shared_windows || w.size < 2) return out;
+  MPI_Comm pair = MPI_COMM_NULL, node = MPI_COMM_NULL;
+  MPI_Comm_split(w.comm, w.rank < 2 ? 0 : MPI_UNDEFINED, w.rank, &pair);
+  if (pair == MPI_COMM_NULL) {
+    MPI_Bcast(&out, 1, MPI_DOUBLE, 0, w.comm);
+    return out;
+  }
+  MPI_Comm_split_type(pair, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int together = 0;
+  MPI_Comm_size(node, &together);
+  if (together == 2) {
+    constexpr MPI_Aint line = 64;
+    MPI_Win win = MPI_WIN_NULL;
+    void* mine = nullptr;
+    MPI_Win_allocate_shared(w.rank == 0 ? 2 * line : 0, 1, MPI_INFO_NULL, node, &mine, &win);
+    MPI_Aint bytes = 0;
+    int unit = 0;
+    void* base = nullptr;
+    MPI_Win_shared_query(win, 0, &bytes, &unit, &base);
+    auto* lines = static_cast<std::byte*>(base);
+    // Each line written by one rank only: its own flag, read by the other.
+    std::atomic_ref<int> ping(*reinterpret_cast<int*>(lines));
+    std::atomic_ref<int> pong(*reinterpret_cast<int*>(lines + line));
+    if (w.rank == 0) ping.store(0), pong.store(0);
+    MPI_Barrier(node);
+    const ns_t t0 = now_ns();
+    for (int i = 1; i <= round_trips; ++i) {
+      if (w.rank == 0) {
+        ping.store(i, std::memory_order_release);
+        while (pong.load(std::memory_order_acquire) != i) {
+        }
+      } else {
+        while (ping.load(std::memory_order_acquire) != i) {
+        }
+        pong.store(i, std::memory_order_release);
+      }
+    }
+    out = static_cast<double>(now_ns() - t0) / (2.0 * round_trips);
+    MPI_Barrier(node);
+    MPI_Win_free(&win);
+  }
+  MPI_Comm_free(&node);
+  MPI_Comm_free(&pair);
+  MPI_Bcast(&out, 1, MPI_DOUBLE, 0, w.comm);
+  return out;
+}
 
 void measurement::begin() noexcept {
   before_ = traffic::snapshot();

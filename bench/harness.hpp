@@ -114,6 +114,13 @@ struct floor_value {
 };
 floor_value& measured_floor() noexcept;
 
+// The shared-memory floor: one cache line's one-way trip between ranks 0 and 1
+// (a store seen by a spinning load, averaged over a ping-pong of `round_trips`),
+// through an MPI_Win_allocate_shared window; what any lock handing over inside a
+// node pays at least once. Collective over world().comm; NaN on every rank unless
+// ranks 0 and 1 share a node and the transport makes shared windows.
+double line_floor_ns(int round_trips);
+
 // What the mean of a benchmark is compared with.
 enum class compare_to { nothing, one_way, round_trip };
 

@@ -133,11 +133,14 @@ void channel::break_all(const std::string& why) noexcept {
 }
 
 void channel::open(MPI_Comm comm, const waiter& wait) {
-  MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  check_mpi(MPI_Comm_idup(comm, requests_.out(), &reqs[0]), "MPI_Comm_idup");
-  check_mpi(MPI_Comm_idup(comm, messages_.out(), &reqs[1]), "MPI_Comm_idup");
-  wait(reqs[0], "MPI_Comm_idup");
-  wait(reqs[1], "MPI_Comm_idup");
+  // One duplication at a time: Open MPI 4.1 can hang two MPI_Comm_idup outstanding
+  // on one communicator (seen here as one rank done with both while the others
+  // waited for the second forever; open-mpi/ompi#2025).
+  for (comm_handle* h : {&requests_, &messages_}) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    check_mpi(MPI_Comm_idup(comm, h->out(), &req), "MPI_Comm_idup");
+    wait(req, "MPI_Comm_idup");
+  }
   for (MPI_Comm c : {requests_.get(), messages_.get()})
     check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");

@@ -148,7 +148,7 @@ class engine : public std::enable_shared_from_this<engine> {
   // Returns true if any message arrived. mu_ held. With repost false, the channel's
   // REQUEST receives that completed stay unposted until transport_.repost_requests().
   bool progress_locked(bool repost = true) TALLY_REQUIRES(mu_);
-  // Keeps the channel told whether the token is idle here (level::token_idle_here), so that
+  // Keeps the channel told whether this rank listens (level::listens), so that
   // a REQUEST for it gets a turn without this engine being polled. mu_ held; after
   // every event that can change it (the token's arrival or departure, an entry, an
   // exit).

@@ -36,6 +36,7 @@ class flat_level final : public level {
   bool needs_progress(bool) const noexcept override { return peer_.withdrawn(); }
   bool receives() const noexcept override { return true; }
   bool waiter_known() const noexcept override { return peer_.waiter_known(); }
+  bool listens() const noexcept override { return token_idle_here(); }
   bool token_idle_here() const noexcept override {
     return peer_.holds_token() && peer_.mode() == protocol::mode::idle;
   }

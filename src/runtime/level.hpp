@@ -62,8 +62,13 @@ class level {
   // in shared memory needs no MPI).
   virtual std::uint32_t looks_per_step() const noexcept { return 1; }
 
-  // -- an idle token here: entries that need no message (flat: the fast path and
-  //    the channel's listeners; node: never)
+  // REQUESTs for this mutex need this rank's answer whenever they come, so the
+  // channel listens for them (channel::listen): flat, while the token is idle here;
+  // node, the leader of a node among several (the token can come to its node by
+  // any of its ranks, and the leader alone hears the other nodes).
+  virtual bool listens() const noexcept = 0;
+  // -- an idle token here: entries that need no message (flat: the fast path;
+  //    node: never)
   virtual bool token_idle_here() const noexcept { return false; }
   // The entry a fast-path thread made, given to the core now (token_idle_here()).
   virtual void enter_idle() {}

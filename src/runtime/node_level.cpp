@@ -130,10 +130,6 @@ bool node_level::needs_progress(bool after_event) const noexcept {
   return needed;
 }
 
-bool node_level::needed_here() const noexcept {
-  return (slot_.leader() && slot_.cohort().holds_token()) || named();
-}
-
 bool node_level::named() const noexcept {
   const protocol::cohort& c = slot_.cohort();
   return c.requesting() && c.state().requester[slot_.node()] == rank_;

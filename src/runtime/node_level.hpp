@@ -52,6 +52,7 @@ class node_level final : public level {
   // Only the leader receives REQUESTs, and only from other nodes.
   bool receives() const noexcept override { return slot_.leader() && slot_.nodes() > 1; }
   bool waiter_known() const noexcept override { return false; }
+  bool listens() const noexcept override { return receives(); }
   std::uint32_t looks_per_step() const noexcept override { return slot_.nodes() > 1 ? 8 : 128; }
   bool drained(std::uint64_t total) const override;
   void close() noexcept override;
@@ -63,10 +64,10 @@ class node_level final : public level {
   // sends after it. A non-ok status throws unless it is `allowed`.
   template <class Event>
   protocol::cohort_step event(Event&& e, const char* call, protocol::status allowed = protocol::status::ok);
-  // Only this rank can answer: as the leader while the node holds the token (a
-  // REQUEST must move it), or as the rank a pending node request named (the token
-  // comes here). Spinlock held.
-  bool needed_here() const noexcept;
+  // Only a progress step of this rank can answer: the node's pending request named
+  // it (the token comes here, on the mutex's own receive). The leader's REQUESTs
+  // need no watching of the mutex: the channel listens for them. Spinlock held.
+  bool needed_here() const noexcept { return named(); }
   // The node's pending request names this rank: the token will come here. Spinlock held.
   bool named() const noexcept;
 

@@ -9,7 +9,7 @@
 namespace tally::detail {
 
 void engine::listen_locked() noexcept {
-  const bool want = live_ && !fault_ && level_->token_idle_here();
+  const bool want = live_ && !fault_ && level_->listens();
   if (want == listening_) return;
   listening_ = want;
   transport_.chan().listen(want);
@@ -39,7 +39,7 @@ bool engine::progress_locked(bool repost) {
 
 bool engine::attention_locked(bool after_event) const noexcept {
   if (async_ != nullptr || transport_.sends_active()) return true;
-  // An idle token here needs no watching of its own: the channel listens for it.
+  // A listener needs no watching of its own: the channel listens for it.
   return level_->needs_progress(after_event);
 }
 

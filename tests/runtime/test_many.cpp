@@ -9,7 +9,7 @@
 // count that is not every entry before it, fails. The process's threads with all
 // of them alive are as many as with one. Then mutexes on several communicators
 // created and freed while others are held, and a holder of every idle token
-// blocked in MPI_Barrier.
+// blocked in MPI_Barrier (flat; node: the leader of the node that holds them).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -165,6 +165,41 @@ TEST(Many, HolderOfEveryIdleTokenInABarrier) {
     }
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_EQ(entered, me == 0 ? 0 : k);
+  tally::test::progress_barrier(MPI_COMM_WORLD, [&] {
+    for (tally::mutex& m : locks) m.poll();
+  });
+  for (tally::mutex& m : locks) m.free();
+}
+
+// The node topology's version: rank 0, the leader of the node that holds every
+// token idle, blocks in MPI_Barrier while every rank of the other nodes enters
+// every mutex. Only the leader hears other nodes, so the one progress thread of
+// its process must answer, through the channel it listens on, for all of them.
+TEST(Many, NodeLeaderOfEveryIdleTokenInABarrier) {
+  const int me = world_rank();
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+  int node_rank = 0, leaders = 0, zero_here = 0;
+  MPI_Comm_rank(node, &node_rank);
+  const int leader = node_rank == 0 ? 1 : 0, is_zero = me == 0 ? 1 : 0;
+  MPI_Allreduce(&leader, &leaders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&is_zero, &zero_here, 1, MPI_INT, MPI_MAX, node);
+  MPI_Comm_free(&node);
+  if (leaders < 2) GTEST_SKIP() << "one node: no REQUEST goes between nodes";
+  const std::size_t k = mutexes();
+  tally::options o;
+  o.progress = tally::progress_mode::thread;
+  o.topology = tally::topology::node;
+  std::deque<tally::mutex> locks;
+  while (locks.size() < k) locks.emplace_back(MPI_COMM_WORLD, o);
+  std::uint64_t entered = 0;
+  if (!zero_here)
+    for (tally::mutex& m : locks) {
+      std::lock_guard g(m);
+      ++entered;
+    }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(entered, zero_here ? 0 : k);
   tally::test::progress_barrier(MPI_COMM_WORLD, [&] {
     for (tally::mutex& m : locks) m.poll();
   });

@@ -15,7 +15,8 @@
 // not carry: a queued entry's LN is never read before that entry, served, overwrites
 // it, and the receiver's own is RN - 1 (docs/design.md, "Transport"). A REQUEST is one
 // 64-bit unsigned sequence number (the sender is the MPI source); between nodes it is
-// two: the sequence number and the asking rank. In the node topology n is the number
+// three: the sequence number, the asking rank and the move of the asking node's LN
+// copy (node_request_bytes below). In the node topology n is the number
 // of nodes, LN and the slots are indexed by node and the queue names the asking rank
 // of each node, and the token starts with its trail (below).
 #pragma once

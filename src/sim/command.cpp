@@ -377,8 +377,12 @@ int run_command(std::span<const std::string_view> args, std::ostream& out, std::
     s = simulate(o.cfg, fn, 1u << 18);
   } catch (const invariant_violation& e) {
     bar.clear();
-    err << e.what() << '\n';
+    err << "tally-sim run: invariant violated: " << e.what() << '\n';
     return 1;
+  } catch (const error& e) {  // a configuration the options did not catch
+    bar.clear();
+    err << "tally-sim run: " << e.what() << '\n';
+    return 2;
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   bar.clear();

@@ -33,7 +33,7 @@ scheduler<Model>::scheduler(const network_params& net, workload w, Args&&... mod
 
 template <class Model>
 void scheduler<Model>::validate(const workload& w) {
-  auto bad = [](const std::string& why) { throw error(errc::arg, "tally-sim: " + why); };
+  auto bad = [](const std::string& why) { throw error(errc::arg, "" + why); };
   if (w.ranks < 2) bad("need at least 2 ranks, got " + std::to_string(w.ranks));
   if (w.active.empty()) bad("no rank requests");
   for (std::size_t k = 0; k < w.active.size(); ++k)
@@ -46,7 +46,7 @@ void scheduler<Model>::validate(const workload& w) {
 template <class Model>
 void scheduler<Model>::advance(ps_t t) {
   if (t < now_)
-    throw invariant_violation("tally-sim: time went backwards, from " + std::to_string(now_) +
+    throw invariant_violation("time went backwards, from " + std::to_string(now_) +
                               " to " + std::to_string(t) + " ps");
   now_ = t;
 }
@@ -119,7 +119,7 @@ void scheduler<Model>::wake(std::int32_t from, std::int32_t to, msg_kind k, ps_t
 template <class Model>
 void scheduler<Model>::split_nodes(std::int32_t ranks_per_node, const network_params& intra) {
   if (ranks_per_node < 0 || (ranks_per_node > 0 && n_ % ranks_per_node != 0))
-    throw error(errc::arg, "tally-sim: " + std::to_string(n_) + " ranks do not split into nodes of " +
+    throw error(errc::arg, "" + std::to_string(n_) + " ranks do not split into nodes of " +
                                std::to_string(ranks_per_node));
   rpn_ = ranks_per_node;
   intra_ = intra;
@@ -281,11 +281,11 @@ template <class Model>
 void scheduler<Model>::enter(std::int32_t i) {
   const auto k = static_cast<std::size_t>(i);
   if (occupant_ >= 0)
-    throw invariant_violation("tally-sim: mutual exclusion violated at t=" + std::to_string(now_) +
+    throw invariant_violation("mutual exclusion violated at t=" + std::to_string(now_) +
                               " ps: rank " + std::to_string(i) + " entered while rank " +
                               std::to_string(occupant_) + " is in its critical section");
   if (!requesting_[k])
-    throw invariant_violation("tally-sim: rank " + std::to_string(i) +
+    throw invariant_violation("rank " + std::to_string(i) +
                               " entered its critical section without a request");
   occupant_ = i;
   requesting_[k] = 0;
@@ -302,7 +302,7 @@ void scheduler<Model>::enter(std::int32_t i) {
 template <class Model>
 void scheduler<Model>::leave(std::int32_t i) {
   if (occupant_ != i)
-    throw invariant_violation("tally-sim: rank " + std::to_string(i) +
+    throw invariant_violation("rank " + std::to_string(i) +
                               " left a critical section it was not in");
   occupant_ = -1;
   last_exit_ = now_;
@@ -369,14 +369,14 @@ raw_results scheduler<Model>::run(const progress_fn& progress, std::uint64_t pro
 template <class Model>
 void scheduler<Model>::verify_end() const {
   if (occupant_ >= 0)
-    throw invariant_violation("tally-sim: run ended with rank " + std::to_string(occupant_) +
+    throw invariant_violation("run ended with rank " + std::to_string(occupant_) +
                               " in its critical section");
   if (r_.entries != issued_)
-    throw invariant_violation("tally-sim: " + std::to_string(issued_) + " requests but " +
+    throw invariant_violation("" + std::to_string(issued_) + " requests but " +
                               std::to_string(r_.entries) + " critical-section entries");
   for (std::size_t k = 0; k < requesting_.size(); ++k)
     if (requesting_[k])
-      throw invariant_violation("tally-sim: rank " + std::to_string(k) +
+      throw invariant_violation("rank " + std::to_string(k) +
                                 " was never served (the run went quiet)");
 }
 

@@ -50,7 +50,7 @@ class central {
       case msg_kind::release: return on_release(e, m.from);
       case msg_kind::grant: return e.enter(m.to);
       default:
-        throw invariant_violation(std::string("tally-sim (central): unexpected ") +
+        throw invariant_violation(std::string("central: unexpected ") +
                                   to_string(m.kind));
     }
   }
@@ -58,10 +58,10 @@ class central {
   template <class E>
   void finish(const E& e) const {
     if (holder_ >= 0 || !waiting_.empty())
-      throw invariant_violation("tally-sim (central): the server is not idle at the end");
+      throw invariant_violation("central: the server is not idle at the end");
     if (e.sent(msg_kind::request) != e.sent(msg_kind::grant) ||
         e.sent(msg_kind::grant) != e.sent(msg_kind::release))
-      throw invariant_violation("tally-sim (central): REQUEST/GRANT/RELEASE counts differ");
+      throw invariant_violation("central: REQUEST/GRANT/RELEASE counts differ");
   }
 
  private:
@@ -75,7 +75,7 @@ class central {
   template <class E>
   void on_release(E& e, std::int32_t j) {
     if (holder_ != j)
-      throw invariant_violation("tally-sim (central): RELEASE from rank " + std::to_string(j) +
+      throw invariant_violation("central: RELEASE from rank " + std::to_string(j) +
                                 ", which does not hold the lock");
     holder_ = -1;
     if (waiting_.empty()) return;

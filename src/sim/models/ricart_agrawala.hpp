@@ -53,7 +53,7 @@ class ricart_agrawala {
       return;
     }
     if (!p.expecting_reply())
-      throw invariant_violation("tally-sim (ricart-agrawala): unexpected REPLY at rank " +
+      throw invariant_violation("ricart-agrawala: unexpected REPLY at rank " +
                                 std::to_string(m.to));
     if (p.on_reply()) e.enter(m.to);
   }
@@ -62,10 +62,10 @@ class ricart_agrawala {
   void finish(const E& e) const {
     for (std::size_t i = 0; i < peers_.size(); ++i)
       if (!peers_[i].idle())
-        throw invariant_violation("tally-sim (ricart-agrawala): rank " + std::to_string(i) +
+        throw invariant_violation("ricart-agrawala: rank " + std::to_string(i) +
                                   " is not idle at the end");
     if (e.sent(msg_kind::request) != e.sent(msg_kind::reply))
-      throw invariant_violation("tally-sim (ricart-agrawala): " +
+      throw invariant_violation("ricart-agrawala: " +
                                 std::to_string(e.sent(msg_kind::request)) + " REQUESTs but " +
                                 std::to_string(e.sent(msg_kind::reply)) + " REPLYs");
   }

@@ -6,13 +6,13 @@ namespace tally::sim {
 
 suzuki_kasami::suzuki_kasami(std::int32_t n, const std::vector<std::int32_t>& active)
     : n_(n), slot_(static_cast<std::size_t>(n), -1) {
-  if (n < 1) throw error(errc::arg, "tally-sim: need at least 1 rank");
+  if (n < 1) throw error(errc::arg, "need at least 1 rank");
   std::vector<std::int32_t> ids{0};  // the initial owner always exists
   for (std::int32_t i : active)
     if (i != 0) ids.push_back(i);
   peers_.reserve(ids.size());
   for (std::int32_t i : ids) {
-    if (i < 0 || i >= n) throw error(errc::arg, "tally-sim: active rank out of range");
+    if (i < 0 || i >= n) throw error(errc::arg, "active rank out of range");
     slot_[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(peers_.size());
     peers_.emplace_back(protocol::rank_t(i), n, protocol::rank_t(0));
   }
@@ -31,7 +31,7 @@ void suzuki_kasami::check(const protocol::step& s, const protocol::peer& nd, con
 }
 
 void suzuki_kasami::fail(const std::string& why) {
-  throw invariant_violation("tally-sim (suzuki-kasami): " + why);
+  throw invariant_violation("suzuki-kasami: " + why);
 }
 
 std::uint64_t suzuki_kasami::local_entries(const raw_results&) const noexcept {

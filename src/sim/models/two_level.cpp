@@ -8,9 +8,9 @@ two_level::two_level(std::int32_t n, const std::vector<std::int32_t>&, const run
     : r_(cfg.ranks_per_node > 0 ? cfg.ranks_per_node : 1), k_(0), local_grant_(cfg.local_grant),
       form_(cfg.node_token) {
   if (n % r_ != 0)
-    throw error(errc::arg, "tally-sim: two-level needs --ranks-per-node to divide --ranks (" + std::to_string(n) +
+    throw error(errc::arg, "two-level needs --ranks-per-node to divide --ranks (" + std::to_string(n) +
                                " ranks, " + std::to_string(r_) + " per node)");
-  if (cfg.pass_bound < 1) throw error(errc::arg, "tally-sim: two-level needs --pass-bound >= 1");
+  if (cfg.pass_bound < 1) throw error(errc::arg, "two-level needs --pass-bound >= 1");
   k_ = n / r_;
   node_of_.resize(static_cast<std::size_t>(n));
   ranks_.resize(static_cast<std::size_t>(n));
@@ -47,7 +47,7 @@ void two_level::check(const protocol::cohort_step& s, std::int32_t rank, const c
          protocol::describe(s.st));
 }
 
-void two_level::fail(const std::string& why) { throw invariant_violation("tally-sim (two-level): " + why); }
+void two_level::fail(const std::string& why) { throw invariant_violation("two-level: " + why); }
 
 void two_level::finish_checks(std::uint64_t requests, std::uint64_t tokens, std::uint64_t entries) const {
   if (flight_to_ >= 0) fail("the run ended with the token in flight");

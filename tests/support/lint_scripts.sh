@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Static checks of every shell script of the project: bash -n and shellcheck on the
-# scripts under jobs/, scripts/, bench/, tests/ and .ci/. Usage: lint_scripts.sh SOURCE_DIR
+# scripts under jobs/, scripts/, bench/, tools/, tests/ and .ci/. Usage: lint_scripts.sh SOURCE_DIR
 set -euo pipefail
 
 src=$(cd -- "${1:?usage: lint_scripts.sh SOURCE_DIR}" && pwd -P)
@@ -17,7 +17,7 @@ while IFS= read -r -d '' f; do
       [[ "$first" =~ ^#!.*[/\ ](ba)?sh([[:space:]]|$) ]] && scripts+=("$f")
       ;;
   esac
-done < <(find "$src/jobs" "$src/scripts" "$src/bench" "$src/tests" "$src/.ci" -type f \
+done < <(find "$src/jobs" "$src/scripts" "$src/bench" "$src/tools" "$src/tests" "$src/.ci" -type f \
   ! -name '*.json' ! -name '*.png' -print0 | sort -z)
 ((${#scripts[@]} > 0)) || { echo "FAIL: no scripts found under $src/jobs" >&2; exit 1; }
 

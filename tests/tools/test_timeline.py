@@ -70,7 +70,7 @@ def raw_moves(events):
 def check_mutex(tool, folder, mutex, skewed, skew_ns, ppm):
     """skewed: the ranks whose clocks were skewed."""
     merged = os.path.join(folder, f"merged-{mutex}.json")
-    r = subprocess.run([sys.executable, tool, folder, "-o", merged], capture_output=True, text=True)
+    r = subprocess.run([tool, folder, "-o", merged], capture_output=True, text=True)
     check(r.returncode == 0, f"{mutex}: tally-trace exited {r.returncode}: {r.stderr}")
     m = next((m for m in SUMMARY.finditer(r.stdout) if m["mutex"] == mutex), None)
     check(m is not None, f"{mutex}: no summary line with the corrections in:\n{r.stdout}")

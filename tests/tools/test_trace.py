@@ -26,7 +26,7 @@ TOOL, DIR = sys.argv[1], sys.argv[2]
 
 
 def run(*args):
-    return subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True)
+    return subprocess.run([TOOL, *args], capture_output=True, text=True)
 
 
 def expectations(folder, mutex):

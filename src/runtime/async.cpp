@@ -175,7 +175,7 @@ void engine::async_abandon(acquisition& a) noexcept {
       if (a.owner == std::this_thread::get_id()) {
         unlock();
       } else {
-        std::fprintf(stderr, "tally: rank %d: a lock_request of %s was destroyed by another thread "
+        warn("rank %d: a lock_request of %s was destroyed by another thread "
                              "than its owner after it had been acquired; the lock stays held\n",
                      rank_, opts_.name.c_str());
       }
@@ -184,7 +184,7 @@ void engine::async_abandon(acquisition& a) noexcept {
     lk.unlock();
     (void)async_cancel(a);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tally: error while abandoning a lock_request: %s\n", e.what());
+    warn("error while abandoning a lock_request: %s\n", e.what());
   }
 }
 

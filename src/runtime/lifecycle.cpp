@@ -49,7 +49,7 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   // id proposed for the mutex on comm's channel.
   std::optional<error> local = caller_error ? std::move(caller_error) : validate(opts, size_);
   if (!local && !initial_payload.empty() && initial_payload.size() != opts.payload_bytes)
-    local = error(errc::arg, "tally: initial payload of " + std::to_string(initial_payload.size()) +
+    local = make_error(errc::arg, "initial payload of " + std::to_string(initial_payload.size()) +
                                  " bytes for a payload of " + std::to_string(opts.payload_bytes));
   const long long payload = static_cast<long long>(std::min(opts.payload_bytes, max_payload_bytes + 1));
   opts_.topology = resolve_topology(opts.topology);
@@ -174,7 +174,7 @@ engine::~engine() {
   try {
     free();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tally: error while destroying a mutex: %s\n", e.what());
+    warn("error while destroying a mutex: %s\n", e.what());
   }
 }
 
@@ -294,7 +294,7 @@ void engine::free(bool at_finalize) {
   if (failure) std::rethrow_exception(failure);
   if (held) {
     if (at_finalize)
-      std::fprintf(stderr, "tally: rank %d still held the critical section at MPI_Finalize; released it\n", rank_);
+      warn("rank %d still held the critical section at MPI_Finalize; released it\n", rank_);
     fail(errc::state, "free: the calling rank still held the critical section; it was released and the mutex freed");
   }
   if (outstanding)

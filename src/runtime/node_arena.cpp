@@ -94,9 +94,9 @@ std::byte* node_arena::slot(std::uint32_t id, std::size_t bytes, std::string& wh
   return fresh_->base + at;
 }
 
-void node_arena::settle(bool ok) noexcept {
+void node_arena::settle(bool keep) noexcept {
   if (!fresh_) return;
-  if (ok) slabs_.emplace(fresh_key_, std::move(*fresh_));
+  if (keep) slabs_.emplace(fresh_key_, std::move(*fresh_));
   fresh_.reset();  // not kept: freed on every rank of the node that allocated it
 }
 

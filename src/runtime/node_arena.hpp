@@ -49,7 +49,7 @@ class node_arena {
   std::byte* slot(std::uint32_t id, std::size_t bytes, std::string& why);
   // Keeps the slab slot() allocated (`ok`: every rank's slot() succeeded), or frees
   // it (collective over the node).
-  void settle(bool ok) noexcept;
+  void settle(bool keep) noexcept;
   // The steps that can fail on some ranks only.
   enum step : int { ok = 0, split = 1, window = 2 };
   // Throws errc::mpi on every rank of comm if `failed` (a step, `why` its MPI error

@@ -60,15 +60,14 @@ int at_finalize(MPI_Comm, int, void*, void*) {
   }
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::fprintf(stderr,
-               "tally: warning: MPI_Finalize called on rank %d with %zu live mutex(es); freeing "
+  warn("warning: MPI_Finalize called on rank %d with %zu live mutex(es); freeing "
                "them now. Destroy every tally mutex before MPI_Finalize.\n",
                rank, left.size());
   for (engine* e : left) {
     try {
       e->free(true);
     } catch (const std::exception& ex) {
-      std::fprintf(stderr, "tally: rank %d: %s\n", rank, ex.what());
+      warn("rank %d: %s\n", rank, ex.what());
     }
   }
   channel::finalize_all();

@@ -24,7 +24,7 @@ std::chrono::steady_clock::duration wait_warning(const options& o) {
     const double secs = std::strtod(env, &end);
     if (end != env && *end == '\0' && secs >= 0 && secs < 1e9)
       return duration_cast<steady_clock::duration>(duration<double>(secs));
-    std::fprintf(stderr, "tally: ignoring TALLY_WAIT_WARNING='%s' (not a number of seconds)\n", env);
+    warn("ignoring TALLY_WAIT_WARNING='%s' (not a number of seconds)\n", env);
   }
   return seconds(30);
 }
@@ -34,7 +34,7 @@ std::size_t broadcast_window() {
     char* end = nullptr;
     const long w = std::strtol(env, &end, 10);
     if (end != env && *end == '\0' && w > 0 && w <= (1L << 30)) return static_cast<std::size_t>(w);
-    std::fprintf(stderr, "tally: ignoring TALLY_BROADCAST_WINDOW='%s' (a positive integer)\n", env);
+    warn("ignoring TALLY_BROADCAST_WINDOW='%s' (a positive integer)\n", env);
   }
   return protocol::broadcast_window;
 }
@@ -42,7 +42,7 @@ std::size_t broadcast_window() {
 protocol::token_form node_token_form() {
   if (const char* env = std::getenv("TALLY_NODE_TOKEN")) {
     if (const auto f = protocol::parse_token_form(env)) return *f;
-    std::fprintf(stderr, "tally: ignoring TALLY_NODE_TOKEN='%s' (shorter, delta or full)\n", env);
+    warn("ignoring TALLY_NODE_TOKEN='%s' (shorter, delta or full)\n", env);
   }
   return protocol::token_form::shorter;
 }
@@ -55,42 +55,42 @@ topology resolve_topology(topology t) {
   if (v == "flat") return topology::flat;
   if (v == "node") return topology::node;
   if (v != "auto" && v != "automatic")
-    std::fprintf(stderr, "tally: ignoring TALLY_TOPOLOGY='%s' (flat, node or auto)\n", env);
+    warn("ignoring TALLY_TOPOLOGY='%s' (flat, node or auto)\n", env);
   return t;
 }
 
 std::optional<error> validate(const options& o, int size) {
   if (o.initial_owner < 0 || o.initial_owner >= size)
-    return error(errc::arg, "tally: initial_owner " + std::to_string(o.initial_owner) +
+    return make_error(errc::arg, "initial_owner " + std::to_string(o.initial_owner) +
                                 " out of range for a communicator of " + std::to_string(size) +
                                 " ranks");
   if (o.payload_bytes > max_payload_bytes)
-    return error(errc::arg, "tally: payload of " + std::to_string(o.payload_bytes) +
+    return make_error(errc::arg, "payload of " + std::to_string(o.payload_bytes) +
                                 " bytes exceeds the limit of " + std::to_string(max_payload_bytes));
   if (o.progress != progress_mode::in_calls && o.progress != progress_mode::thread &&
       o.progress != progress_mode::automatic)
-    return error(errc::arg, "tally: unknown progress mode");
+    return make_error(errc::arg, "unknown progress mode");
   using strategy = poll_policy::strategy;
   if (o.polling.how != strategy::spin && o.polling.how != strategy::backoff &&
       o.polling.how != strategy::sleep && o.polling.how != strategy::adaptive)
-    return error(errc::arg, "tally: unknown polling strategy");
+    return make_error(errc::arg, "unknown polling strategy");
   if (o.polling.interval.count() < 0 || o.polling.idle_drain.count() < 0)
-    return error(errc::arg, "tally: negative polling interval");
+    return make_error(errc::arg, "negative polling interval");
   if (o.polling.interval > max_poll_interval || o.polling.idle_drain > max_poll_interval)
-    return error(errc::arg, "tally: polling interval " +
+    return make_error(errc::arg, "polling interval " +
                                 std::to_string(std::max(o.polling.interval, o.polling.idle_drain).count()) +
                                 " us exceeds the limit of " + std::to_string(max_poll_interval.count()) +
                                 " us (every handoff could wait that long)");
   if (o.wait_warning && o.wait_warning->count() < 0)
-    return error(errc::arg, "tally: negative wait warning");
+    return make_error(errc::arg, "negative wait warning");
   if (o.topology != topology::flat && o.topology != topology::node && o.topology != topology::automatic)
-    return error(errc::arg, "tally: unknown topology");
+    return make_error(errc::arg, "unknown topology");
   if (o.pass_bound < 1 || o.pass_bound > max_pass_bound)
-    return error(errc::arg, "tally: pass_bound " + std::to_string(o.pass_bound) + " out of range [1, " +
+    return make_error(errc::arg, "pass_bound " + std::to_string(o.pass_bound) + " out of range [1, " +
                                 std::to_string(max_pass_bound) + "] (local passes in a row while another node waits)");
   if (o.progress == progress_mode::thread && thread_level() < MPI_THREAD_MULTIPLE)
-    return error(errc::thread_level,
-                 "tally: progress_mode::thread needs MPI_THREAD_MULTIPLE; initialize MPI with "
+    return make_error(errc::thread_level,
+                      "progress_mode::thread needs MPI_THREAD_MULTIPLE; initialize MPI with "
                  "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)");
   return std::nullopt;
 }

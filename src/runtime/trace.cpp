@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "runtime/handles.hpp"
+
 namespace tally::detail {
 
 namespace {
@@ -80,7 +82,7 @@ void trace_log::flush() noexcept {
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
   std::FILE* f = std::fopen(path_.c_str(), "w");
   if (!f) {
-    std::fprintf(stderr, "tally: cannot write the trace %s: %s\n", path_.c_str(), std::strerror(errno));
+    warn("cannot write the trace %s: %s\n", path_.c_str(), std::strerror(errno));
     return;
   }
   std::fprintf(f, "{\"tally_trace\":2,\"mutex\":%s,\"rank\":%d,\"size\":%d,\"events\":%zu,\"dropped\":%llu,",
@@ -101,7 +103,7 @@ void trace_log::flush() noexcept {
                  name_of(e.what), e.peer, static_cast<unsigned long long>(e.seq));
   }
   if (std::fclose(f) != 0)
-    std::fprintf(stderr, "tally: cannot write the trace %s: %s\n", path_.c_str(), std::strerror(errno));
+    warn("cannot write the trace %s: %s\n", path_.c_str(), std::strerror(errno));
 }
 
 }  // namespace tally::detail

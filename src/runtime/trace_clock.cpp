@@ -71,7 +71,7 @@ trace_clock::trace_clock(int rank) : key_(monotonic_identity()) {
     ok = p != q && ppm > -1e6 && ppm < 1e6;
   }
   if (!ok || *p != '\0') {
-    std::fprintf(stderr, "tally: ignoring TALLY_TRACE_SKEW='%s' (FIRST[-LAST]:NANOSECONDS[:PPM])\n", env);
+    warn("ignoring TALLY_TRACE_SKEW='%s' (FIRST[-LAST]:NANOSECONDS[:PPM])\n", env);
     return;
   }
   if (rank < first || rank > last) return;

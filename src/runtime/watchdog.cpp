@@ -25,8 +25,7 @@ void engine::warn_wait(const char* call, clock::duration waited) const noexcept 
             "holds the critical section this long, or waits itself for something only "
             "this rank can give (an order of locks that deadlocks), or the process that "
             "holds the token stopped running.";
-  std::fprintf(stderr,
-               "tally: rank %d has waited %.1f s in %s on %s (a communicator of %d ranks) "
+  warn("rank %d has waited %.1f s in %s on %s (a communicator of %d ranks) "
                "and still does not hold it. %s (This warning appears once per wait longer "
                "than %.1f s; TALLY_WAIT_WARNING=seconds changes the limit, 0 turns it off.)\n",
                rank_, secs, call, opts_.name.c_str(), size_, cause, limit);

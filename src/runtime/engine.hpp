@@ -5,23 +5,10 @@
 // node's protocol::cohort in shared memory for topology::node) turns each event
 // into the core's transition and carries out its actions; the engine decides
 // when: who may call, waiting, progress, pacing, teardown. It decides nothing
-// about the protocol. Its jobs live in separate files:
-//   runtime/lifecycle.cpp        creation (agreement, channel, id, level), teardown
-//   runtime/settings.hpp         validation, environment overrides
-//   runtime/engine.cpp           lock, try_lock, unlock, payload, stats
-//   runtime/progress.cpp         a progress step; poll, poll_nowait, the thread's step
-//   runtime/fast_path.cpp        an idle holder's re-entry without mu_ (flat)
-//   runtime/async.cpp            lock_async: acquisitions, MPI generalized requests
-//   runtime/watchdog.cpp         the wait warning
-//   runtime/flat_level.hpp       topology::flat
-//   runtime/node_level.hpp       topology::node (runtime/node_slot.hpp: its shared
-//                                memory; runtime/node_arena.hpp: the node's slabs)
-//   runtime/channel.hpp          one communicator's messages, shared by its mutexes
-//   runtime/transport.hpp        one mutex's messages: its id, datatype, sends
-//   runtime/pacing.hpp           when unlock() polls
-//   runtime/slot.hpp             one thread of a rank at a time
-//   runtime/progress_thread.hpp  progress_mode::thread
-//   runtime/registry.hpp         the process's live engines, MPI_Finalize hook
+// about the protocol. Its jobs live in separate files, each with its contract at
+// the top: creation and teardown (lifecycle.cpp), the calls (engine.cpp), progress
+// (progress.cpp), the fast path (fast_path.cpp), lock_async (async.cpp), the wait
+// warning (watchdog.cpp); the map of every file is docs/design.md, "The map".
 // All mutable state is guarded by mu_ (TALLY_GUARDED_BY: Clang checks it, see
 // runtime/thread_safety.hpp) but for the fast path's atomics; the mutex's MPI calls
 // happen only under mu_, so the engine needs MPI_THREAD_MULTIPLE only when several

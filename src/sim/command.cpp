@@ -26,66 +26,6 @@ struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-constexpr const char* help_head = R"(usage: tally-sim run --ranks N [options]
-
-Simulates N ranks taking a distributed lock over a LogGP-style network and reports
-throughput, messages and bytes per critical section, wait, handoff, bypass and
-fairness. The same arguments give the same report. See docs/simulator.md.
-
-  --ranks N                 ranks in the group (2 .. 16777216), required
-                            (--nodes N: the old spelling, deprecated)
-  --algorithm A             the lock model (default the first):
-)";
-constexpr const char* help_tail = R"(  --requests-per-rank R     critical sections per requesting rank (default 100)
-                            (--requests-per-node R: the old spelling, deprecated)
-  --total-requests C        or: critical sections in total, whoever asks first
-  --active K                only K ranks ever request: rank (a+1)N/K - 1 for
-                            a = 0..K-1 (default all); the others only receive
-  --cs-time DIST            time inside the critical section (default 1us)
-  --think-time DIST         time before each request (default 0: saturation)
-  --network NAME            LogGP parameters calibrated on the development machine:
-                            shm (Open MPI shared memory; the default)
-  --latency T               L: wire latency
-  --overhead T              o: CPU time per message, at sender and receiver
-  --gap T                   g: minimum time between two sends of one rank
-  --byte-time T             G: time per payload byte (the token is 4N bytes)
-  --eager-limit BYTES       E: larger messages take the rendezvous protocol
-  --rendezvous T            R: extra latency of a message over E bytes
-  --entry-time T            e: CPU per LN entry of a token, at the sender
-                            (encoding) and at the receiver (decoding)
-  --scan-time T             s: CPU per LN entry of a release's scan for fresh
-                            requests, before the token it sends
-  --node-entry-time T       two-level: e and s of the node topology's token (its
-  --node-scan-time T        own hop: LN is copied into the node's shared state)
-  --broadcast-window W      a token sent during the sender's own broadcast leaves
-                            after the current window of W REQUESTs (default 16,
-                            as the runtime's); 0: after the whole broadcast
-  --ranks-per-node R        ranks [kR, (k+1)R) share node k: a message between two
-                            of them costs the shm preset's, not the network's
-                            (default: one rank per node); two-level needs it
-  --pass-bound B            two-level: local grants in a row while another node
-                            waits (default 16, as the runtime's)
-  --local-grant T           two-level: a grant inside a node, unlock to the
-                            waiter's entry (default: the calibrated shm value)
-  --node-token FORM         two-level: the token's body, shorter (default: a
-                            delta of the LN entries the receiver's copy lacks
-                            where that is shorter), delta or full
-  --seed S                  random seed (default 1)
-  --json                    JSON report instead of a table
-  --progress, --no-progress progress bar on stderr (default: only on a terminal)
-  --help                    this text
-
-T is a duration with a unit: 0, 250ns, 1.5us, 2ms, 1s.
-DIST is T (fixed), exp:T (exponential with mean T) or uniform:T:T.
-Exit status: 0 done, 1 a simulator invariant failed, 2 bad usage.
-)";
-
-std::string help_text() {
-  std::string h = help_head;
-  for (const model_entry& m : models()) h += fmt("                              %-16s %s\n", m.name, m.about);
-  return h + help_tail;
-}
-
 double parse_time(const std::string& opt, const std::string& v) {
   if (v == "0") return 0;
   static const std::pair<const char*, double> units[] = {
@@ -155,8 +95,9 @@ struct options {
   bool help = false;
 };
 
-options parse(const std::vector<std::string>& args) {
-  options o;
+// What the command line said, before the options are checked against each other.
+struct given {
+  options* o = nullptr;
   std::optional<std::uint64_t> ranks, per_rank, total, active;
   std::optional<ps_t> latency, overhead, gap;
   std::optional<double> byte_time;
@@ -169,6 +110,129 @@ options parse(const std::vector<std::string>& args) {
   std::optional<std::uint64_t> per_node, bound;
   std::optional<ps_t> local_grant;
   std::optional<std::string> node_token;
+};
+
+// Every option once: its name, its value's name (none: a flag), its help (a new
+// line continues it) and what it sets. The help text and the parser both read this.
+struct option_spec {
+  const char* name;
+  const char* arg;  // nullptr: a flag
+  const char* help;
+  void (*set)(given& g, const std::string& opt, const std::string& v);
+  const char* old_name = nullptr;  // a deprecated spelling, accepted with a note
+};
+
+constexpr std::uint64_t max_ranks = 1u << 24;
+
+const option_spec option_table[] = {
+    {"--ranks", "N", "ranks in the group (2 .. 16777216), required",
+     [](given& g, const std::string& o, const std::string& v) { g.ranks = parse_uint(o, v, 2, max_ranks); },
+     "--nodes"},
+    {"--algorithm", "A", "the lock model (default the first):",
+     [](given& g, const std::string&, const std::string& v) { g.algo = v; }},
+    {"--requests-per-rank", "R", "critical sections per requesting rank (default 100)",
+     [](given& g, const std::string& o, const std::string& v) { g.per_rank = parse_uint(o, v, 1, 1ull << 40); },
+     "--requests-per-node"},
+    {"--total-requests", "C", "or: critical sections in total, whoever asks first",
+     [](given& g, const std::string& o, const std::string& v) { g.total = parse_uint(o, v, 1, 1ull << 40); }},
+    {"--active", "K",
+     "only K ranks ever request: rank (a+1)N/K - 1 for\na = 0..K-1 (default all); the others only receive",
+     [](given& g, const std::string& o, const std::string& v) { g.active = parse_uint(o, v, 1, max_ranks); }},
+    {"--cs-time", "DIST", "time inside the critical section (default 1us)",
+     [](given& g, const std::string& o, const std::string& v) { g.cs = parse_dist(o, v); }},
+    {"--think-time", "DIST", "time before each request (default 0: saturation)",
+     [](given& g, const std::string& o, const std::string& v) { g.think = parse_dist(o, v); }},
+    {"--network", "NAME",
+     "LogGP parameters calibrated on the development machine:\nshm (Open MPI shared memory; the default)",
+     [](given& g, const std::string&, const std::string& v) { g.o->cfg.network_name = v; }},
+    {"--latency", "T", "L: wire latency",
+     [](given& g, const std::string& o, const std::string& v) { g.latency = parse_ps(o, v); }},
+    {"--overhead", "T", "o: CPU time per message, at sender and receiver",
+     [](given& g, const std::string& o, const std::string& v) { g.overhead = parse_ps(o, v); }},
+    {"--gap", "T", "g: minimum time between two sends of one rank",
+     [](given& g, const std::string& o, const std::string& v) { g.gap = parse_ps(o, v); }},
+    {"--byte-time", "T", "G: time per payload byte (the token is 4N bytes)",
+     [](given& g, const std::string& o, const std::string& v) { g.byte_time = parse_time(o, v); }},
+    {"--eager-limit", "BYTES", "E: larger messages take the rendezvous protocol",
+     [](given& g, const std::string& o, const std::string& v) { g.eager = parse_uint(o, v, 0, UINT64_MAX); }},
+    {"--rendezvous", "T", "R: extra latency of a message over E bytes",
+     [](given& g, const std::string& o, const std::string& v) { g.rendezvous = parse_ps(o, v); }},
+    {"--entry-time", "T",
+     "e: CPU per LN entry of a token, at the sender\n(encoding) and at the receiver (decoding)",
+     [](given& g, const std::string& o, const std::string& v) { g.entry_time = parse_ps(o, v); }},
+    {"--scan-time", "T",
+     "s: CPU per LN entry of a release's scan for fresh\nrequests, before the token it sends",
+     [](given& g, const std::string& o, const std::string& v) { g.scan_time = parse_ps(o, v); }},
+    {"--node-entry-time", "T", "two-level: e of the node topology's token (its own\nhop: LN is copied into the node's shared state)",
+     [](given& g, const std::string& o, const std::string& v) { g.node_entry_time = parse_ps(o, v); }},
+    {"--node-scan-time", "T", "two-level: s of the node topology's token",
+     [](given& g, const std::string& o, const std::string& v) { g.node_scan_time = parse_ps(o, v); }},
+    {"--broadcast-window", "W",
+     "a token sent during the sender's own broadcast leaves\nafter the current window of W REQUESTs (default 16,\n"
+     "as the runtime's); 0: after the whole broadcast",
+     [](given& g, const std::string& o, const std::string& v) { g.window = parse_uint(o, v, 0, 1u << 30); }},
+    {"--ranks-per-node", "R",
+     "ranks [kR, (k+1)R) share node k: a message between two\nof them costs the shm preset's, not the network's\n"
+     "(default: one rank per node); two-level needs it",
+     [](given& g, const std::string& o, const std::string& v) { g.per_node = parse_uint(o, v, 1, max_ranks); }},
+    {"--pass-bound", "B", "two-level: local grants in a row while another node\nwaits (default 16, as the runtime's)",
+     [](given& g, const std::string& o, const std::string& v) { g.bound = parse_uint(o, v, 1, 1u << 20); }},
+    {"--local-grant", "T", "two-level: a grant inside a node, unlock to the\nwaiter's entry (default: the calibrated shm value)",
+     [](given& g, const std::string& o, const std::string& v) { g.local_grant = parse_ps(o, v); }},
+    {"--node-token", "FORM",
+     "two-level: the token's body, shorter (default: a\ndelta of the LN entries the receiver's copy lacks\n"
+     "where that is shorter), delta or full",
+     [](given& g, const std::string&, const std::string& v) { g.node_token = v; }},
+    {"--seed", "S", "random seed (default 1)",
+     [](given& g, const std::string& o, const std::string& v) { g.seed = parse_uint(o, v, 0, UINT64_MAX); }},
+    {"--json", nullptr, "JSON report instead of a table",
+     [](given& g, const std::string&, const std::string&) { g.o->json = true; }},
+    {"--progress", nullptr, "progress bar on stderr (default: only on a terminal)",
+     [](given& g, const std::string&, const std::string&) { g.o->progress = true; }},
+    {"--no-progress", nullptr, "no progress bar",
+     [](given& g, const std::string&, const std::string&) { g.o->progress = false; }},
+    {"--help", nullptr, "this text", [](given& g, const std::string&, const std::string&) { g.o->help = true; },
+     "-h"},
+};
+
+std::string help_text() {
+  std::string h =
+      "usage: tally-sim run --ranks N [options]\n\n"
+      "Simulates N ranks taking a distributed lock over a LogGP-style network and reports\n"
+      "throughput, messages and bytes per critical section, wait, handoff, bypass and\n"
+      "fairness. The same arguments give the same report. See docs/simulator.md.\n\n";
+  constexpr std::size_t column = 28;
+  const auto lines = [&](const std::string& left, const std::string& text) {
+    std::string rest = text;
+    std::string first = left;
+    for (bool at_first = true;; at_first = false) {
+      const auto nl = rest.find('\n');
+      const std::string line = rest.substr(0, nl);
+      std::string head = at_first ? first : "";
+      head.resize(std::max(column, head.size() + 1), ' ');
+      h += head + line + "\n";
+      if (nl == std::string::npos) break;
+      rest = rest.substr(nl + 1);
+    }
+  };
+  for (const option_spec& s : option_table) {
+    lines("  " + std::string(s.name) + (s.arg ? std::string(" ") + s.arg : ""), s.help);
+    if (s.old_name && std::string(s.old_name).rfind("--", 0) == 0)
+      lines("", std::string("(") + s.old_name + (s.arg ? std::string(" ") + s.arg : "") +
+                    ": the old spelling, deprecated)");
+    if (std::string(s.name) == "--algorithm")
+      for (const model_entry& m : models()) h += fmt("                              %-16s %s\n", m.name, m.about);
+  }
+  return h +
+         "\nT is a duration with a unit: 0, 250ns, 1.5us, 2ms, 1s.\n"
+         "DIST is T (fixed), exp:T (exponential with mean T) or uniform:T:T.\n"
+         "Exit status: 0 done, 1 a simulator invariant failed, 2 bad usage.\n";
+}
+
+options parse(const std::vector<std::string>& args) {
+  options o;
+  given g;
+  g.o = &o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string opt = args[i], val;
     bool has_val = false;
@@ -177,54 +241,28 @@ options parse(const std::vector<std::string>& args) {
       opt = opt.substr(0, eq);
       has_val = true;
     }
-    auto value = [&]() -> const std::string& {
-      if (!has_val) {
-        if (i + 1 >= args.size()) throw usage_error(opt + ": missing value");
-        val = args[++i];
-        has_val = true;
-      }
-      return val;
-    };
-    auto flag = [&]() {
+    const auto spec = std::find_if(std::begin(option_table), std::end(option_table), [&](const option_spec& s) {
+      return opt == s.name || (s.old_name && opt == s.old_name);
+    });
+    if (spec == std::end(option_table)) throw usage_error("unknown option '" + args[i] + "'");
+    if (spec->old_name && opt == spec->old_name && opt.rfind("--", 0) == 0)
+      o.notes.push_back(opt + " is deprecated; it is now " + spec->name);
+    if (!spec->arg) {
       if (has_val) throw usage_error(opt + ": takes no value");
-    };
-    if (opt == "--help" || opt == "-h") { flag(); o.help = true; }
-    else if (opt == "--json") { flag(); o.json = true; }
-    else if (opt == "--progress") { flag(); o.progress = true; }
-    else if (opt == "--no-progress") { flag(); o.progress = false; }
-    else if (opt == "--ranks" || opt == "--nodes") {
-      if (opt == "--nodes") o.notes.push_back("--nodes is deprecated; it is now --ranks");
-      ranks = parse_uint(opt, value(), 2, 1u << 24);
+    } else if (!has_val) {
+      if (i + 1 >= args.size()) throw usage_error(opt + ": missing value");
+      val = args[++i];
     }
-    else if (opt == "--algorithm") algo = value();
-    else if (opt == "--requests-per-rank" || opt == "--requests-per-node") {
-      if (opt == "--requests-per-node")
-        o.notes.push_back("--requests-per-node is deprecated; it is now --requests-per-rank");
-      per_rank = parse_uint(opt, value(), 1, 1ull << 40);
-    }
-    else if (opt == "--total-requests") total = parse_uint(opt, value(), 1, 1ull << 40);
-    else if (opt == "--active") active = parse_uint(opt, value(), 1, 1u << 24);
-    else if (opt == "--cs-time") cs = parse_dist(opt, value());
-    else if (opt == "--think-time") think = parse_dist(opt, value());
-    else if (opt == "--network") o.cfg.network_name = value();
-    else if (opt == "--latency") latency = parse_ps(opt, value());
-    else if (opt == "--overhead") overhead = parse_ps(opt, value());
-    else if (opt == "--gap") gap = parse_ps(opt, value());
-    else if (opt == "--byte-time") byte_time = parse_time(opt, value());
-    else if (opt == "--eager-limit") eager = parse_uint(opt, value(), 0, UINT64_MAX);
-    else if (opt == "--rendezvous") rendezvous = parse_ps(opt, value());
-    else if (opt == "--entry-time") entry_time = parse_ps(opt, value());
-    else if (opt == "--scan-time") scan_time = parse_ps(opt, value());
-    else if (opt == "--node-entry-time") node_entry_time = parse_ps(opt, value());
-    else if (opt == "--node-scan-time") node_scan_time = parse_ps(opt, value());
-    else if (opt == "--broadcast-window") window = parse_uint(opt, value(), 0, 1u << 30);
-    else if (opt == "--seed") seed = parse_uint(opt, value(), 0, UINT64_MAX);
-    else if (opt == "--ranks-per-node") per_node = parse_uint(opt, value(), 1, 1u << 24);
-    else if (opt == "--pass-bound") bound = parse_uint(opt, value(), 1, 1u << 20);
-    else if (opt == "--local-grant") local_grant = parse_ps(opt, value());
-    else if (opt == "--node-token") node_token = std::string(value());
-    else throw usage_error("unknown option '" + args[i] + "'");
+    spec->set(g, opt, val);
   }
+  // The checks below read what was given by name.
+  auto& ranks = g.ranks; auto& per_rank = g.per_rank; auto& total = g.total; auto& active = g.active;
+  auto& latency = g.latency; auto& overhead = g.overhead; auto& gap = g.gap; auto& byte_time = g.byte_time;
+  auto& eager = g.eager; auto& rendezvous = g.rendezvous; auto& entry_time = g.entry_time;
+  auto& scan_time = g.scan_time; auto& node_entry_time = g.node_entry_time;
+  auto& node_scan_time = g.node_scan_time; auto& window = g.window; auto& algo = g.algo; auto& cs = g.cs;
+  auto& think = g.think; auto& seed = g.seed; auto& per_node = g.per_node; auto& bound = g.bound;
+  auto& local_grant = g.local_grant; auto& node_token = g.node_token;
   if (o.help) return o;
   if (!ranks) throw usage_error("--ranks is required");
   if (per_rank && total) throw usage_error("--requests-per-rank and --total-requests exclude each other");

@@ -5,9 +5,9 @@
 // describes the unit (four contiguous bytes, since the codec fixes the byte order
 // itself), and a token is `count` of them. Every token of a lock is the same length
 // (4n + P bytes: the queued entries' LN are not carried), so the receive posts
-// exactly that and MPI_Get_count confirms it. (A struct of MPI_UINT32_T, MPI_INT32_T
-// and MPI_BYTE blocks cost MPICH 4.0.2 about 350 ns more per message than bytes;
-// docs/design.md, "Transport".)
+// exactly that and MPI_Get_count confirms it. (The token used to be a struct of
+// MPI_UINT64_T, MPI_INT32_T and MPI_BYTE blocks: MPICH 4.0.2 took about 350 ns more
+// per message for it than for bytes; docs/design.md, "Transport".)
 #pragma once
 
 #include <mpi.h>

@@ -170,7 +170,7 @@ void engine::unlock() {
   transport_.repost_requests();
   release_slot_locked();
   listen_locked();
-  if (attention_locked(true)) progress_.nudge();  // a withdrawn request or a send in flight
+  if (needs_watching_locked(true)) progress_.nudge();  // a withdrawn request or a send in flight
   open_fast_locked();
 }
 

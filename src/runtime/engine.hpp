@@ -123,7 +123,7 @@ class engine : public std::enable_shared_from_this<engine> {
   // True if only a progress thread could answer for this rank now. mu_ held. With
   // `after_event` (right after this rank's own event), the level answers as of
   // that event (level::needs_progress).
-  bool attention_locked(bool after_event = false) const noexcept TALLY_REQUIRES(mu_);
+  bool needs_watching_locked(bool after_event = false) const noexcept TALLY_REQUIRES(mu_);
   // Completes a request (collective or otherwise) while this engine (mu_ held by
   // the caller when `own` is set) and every other engine keep making progress.
   void wait_progressing(MPI_Request& req, const char* what);

@@ -1,6 +1,6 @@
 // runtime/progress.cpp — the engine's progress: one step of messages in, handed to
 // the level (progress_locked), what the channel and the progress thread
-// are told (listen_locked, attention_locked), and the entry points of the pollers
+// are told (listen_locked, needs_watching_locked), and the entry points of the pollers
 // other than the engine's own calls: poll(), registry::poll_others (poll_nowait)
 // and the progress thread (progress_from_thread).
 #include "runtime/engine.hpp"
@@ -37,7 +37,7 @@ bool engine::progress_locked(bool repost) {
   return a.any();
 }
 
-bool engine::attention_locked(bool after_event) const noexcept {
+bool engine::needs_watching_locked(bool after_event) const noexcept {
   if (async_ != nullptr || transport_.sends_active()) return true;
   // A listener needs no watching of its own: the channel listens for it.
   return level_->needs_progress(after_event);
@@ -64,7 +64,7 @@ progress_thread::found engine::progress_from_thread() noexcept {
   if (!live_ || fault_) return progress_thread::found::idle;
   try {
     if (progress_locked()) return progress_thread::found::busy;
-    return attention_locked() ? progress_thread::found::watching : progress_thread::found::idle;
+    return needs_watching_locked() ? progress_thread::found::watching : progress_thread::found::idle;
   } catch (...) {
     fault_locked(std::current_exception());
     return progress_thread::found::idle;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <set>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +93,11 @@ double line_floor_ns(int round_trips) {
   const world_info& w = world();
   double out = NAN;
   if (!w.shared_windows || w.size < 2) return out;
+  MPI_Comm local = MPI_COMM_NULL;  // this rank's node, to count its ranks
+  MPI_Comm_split_type(w.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  int on_node = 0;
+  MPI_Comm_size(local, &on_node);
+  MPI_Comm_free(&local);
   MPI_Comm pair = MPI_COMM_NULL, node = MPI_COMM_NULL;
   MPI_Comm_split(w.comm, w.rank < 2 ? 0 : MPI_UNDEFINED, w.rank, &pair);
   if (pair == MPI_COMM_NULL) {
@@ -101,7 +107,12 @@ double line_floor_ns(int round_trips) {
   MPI_Comm_split_type(pair, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   int together = 0;
   MPI_Comm_size(node, &together);
-  if (together == 2) {
+  // Only where each rank of the node can have a core (two spinning ranks that share
+  // one would measure the scheduler's time slice, not the cache).
+  const unsigned cores = std::thread::hardware_concurrency();
+  int fits = together == 2 && (cores == 0 || static_cast<unsigned>(on_node) <= cores) ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, pair);
+  if (fits) {
     constexpr MPI_Aint line = 64;
     MPI_Win win = MPI_WIN_NULL;
     void* mine = nullptr;
@@ -117,14 +128,17 @@ double line_floor_ns(int round_trips) {
     if (w.rank == 0) ping.store(0), pong.store(0);
     MPI_Barrier(node);
     const ns_t t0 = now_ns();
+    // Spins, but yields after many (a core taken away meanwhile must not stall it).
+    const auto await = [](std::atomic_ref<int>& flag, int value) {
+      for (unsigned spin = 0; flag.load(std::memory_order_acquire) != value; ++spin)
+        if (spin > (1u << 16)) std::this_thread::yield();
+    };
     for (int i = 1; i <= round_trips; ++i) {
       if (w.rank == 0) {
         ping.store(i, std::memory_order_release);
-        while (pong.load(std::memory_order_acquire) != i) {
-        }
+        await(pong, i);
       } else {
-        while (ping.load(std::memory_order_acquire) != i) {
-        }
+        await(ping, i);
         pong.store(i, std::memory_order_release);
       }
     }

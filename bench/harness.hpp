@@ -118,7 +118,8 @@ floor_value& measured_floor() noexcept;
 // (a store seen by a spinning load, averaged over a ping-pong of `round_trips`),
 // through an MPI_Win_allocate_shared window; what any lock handing over inside a
 // node pays at least once. Collective over world().comm; NaN on every rank unless
-// ranks 0 and 1 share a node and the transport makes shared windows.
+// ranks 0 and 1 share a node, the transport makes shared windows and the node's
+// ranks are no more than its cores (oversubscribed, it would time the scheduler).
 double line_floor_ns(int round_trips);
 
 // What the mean of a benchmark is compared with.

@@ -111,7 +111,9 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
       return false;
     }
   } catch (...) {
-    level_->abandon();
+    // Freed by another thread meanwhile (require_live threw): free() settled the
+    // level already, and a node level's slot is gone.
+    if (live_) level_->abandon();
     release_slot_locked();
     throw;
   }

@@ -42,7 +42,7 @@ class level {
   virtual bool try_enter(const char* call) = 0;
   virtual void leave(const char* call) = 0;
   // An exception interrupted an acquisition: stop waiting (node: leave a critical
-  // section granted meanwhile). Never throws.
+  // section granted meanwhile). Never throws; not after close().
   virtual void abandon() noexcept = 0;
 
   // -- progress

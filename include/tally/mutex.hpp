@@ -223,9 +223,8 @@ class TALLY_API mutex {
   // Collective teardown: drains every message addressed to this rank, completes
   // every send, frees what this mutex alone holds (the communicators stay with the
   // communicator it was created on, for its other mutexes, until that is freed).
-  // Any later call throws errc::state,
-  // except the queries below, which keep answering with their final values (also
-  // after MPI_Finalize freed the mutex). If the caller still held the critical
+  // Any later call throws errc::state, except the queries below, which keep
+  // answering with their final values (also after MPI_Finalize freed the mutex). If the caller still held the critical
   // section, it is released and errc::state is thrown after the teardown completed.
   void free();
 

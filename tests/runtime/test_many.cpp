@@ -150,7 +150,7 @@ TEST(Many, MixedCommunicatorsThread) { mixed(tally::progress_mode::thread); }
 // Rank 0 holds every token idle and blocks in MPI_Barrier while every other rank
 // enters every mutex: the one progress thread answers for all of them.
 TEST(Many, HolderOfEveryIdleTokenInABarrier) {
-  const int me = world_rank(), n = world_size();
+  const int me = world_rank();
   const std::size_t k = mutexes();
   tally::options o;
   o.progress = tally::progress_mode::thread;

@@ -236,24 +236,28 @@ def picture(events, path, first=40):
     plt.close(fig)
 
 
+def take_option(args, flag):
+    """Removes `flag FILE` from args and returns FILE; None if flag is absent, False if
+    it has no file name (the message is printed)."""
+    if flag not in args:
+        return None
+    i = args.index(flag)
+    if i + 1 >= len(args):
+        print(f"tally-trace: {flag} needs a file name", file=sys.stderr)
+        return False
+    value = args[i + 1]
+    del args[i:i + 2]
+    return value
+
+
 def main(argv):
     args = list(argv)
-    out_path = None
-    png_path = None
-    if "--png" in args:
-        i = args.index("--png")
-        if i + 1 >= len(args):
-            print("tally-trace: --png needs a file name", file=sys.stderr)
-            return 2
-        png_path = args[i + 1]
-        del args[i:i + 2]
-    if "-o" in args:
-        i = args.index("-o")
-        if i + 1 >= len(args):
-            print("tally-trace: -o needs a file name", file=sys.stderr)
-            return 2
-        out_path = args[i + 1]
-        del args[i:i + 2]
+    png_path = take_option(args, "--png")
+    if png_path is False:
+        return 2
+    out_path = take_option(args, "-o")
+    if out_path is False:
+        return 2
     if len(args) != 1 or args[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stderr if len(args) != 1 else sys.stdout)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2

@@ -1,5 +1,5 @@
 // BM_SharedAppend: ordered append to one shared file, the use case of tally's
-// state-carrying token (examples/shared_append.hpp). Every rank appends records of
+// state-carrying token (helpers/shared_append.hpp). Every rank appends records of
 // 1..max_body body bytes (plus a 24-byte header) to one file; the next free offset
 // must be agreed. Appenders, one template argument each:
 //   tally         the offset travels in the token (tally::guarded), then
@@ -31,7 +31,7 @@
 #include "harness.hpp"
 
 #if TALLY_BENCH_HAVE_TALLY
-#include "shared_append.hpp"
+#include "helpers/shared_append.hpp"
 
 namespace {
 

@@ -20,15 +20,15 @@
 
 #include "harness.hpp"
 #include "lock_kinds.hpp"
-#include "process_stats.hpp"
+#include "helpers/process_stats.hpp"
 
 #if TALLY_BENCH_HAVE_TALLY
 
 namespace {
 
 using namespace bench;
-using tally::test::resident_bytes;
-using tally::test::thread_count;
+using tally::helpers::resident_bytes;
+using tally::helpers::thread_count;
 
 constexpr std::int64_t iterations = 1 << 18;
 constexpr std::int64_t batch = 1 << 12;

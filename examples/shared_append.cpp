@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "shared_append.hpp"
+#include "helpers/shared_append.hpp"
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);

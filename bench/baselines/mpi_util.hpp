@@ -6,7 +6,7 @@
 
 #include <stdexcept>
 
-#include "rma_window.h"  // tests/support: windows whose RMA reaches its target
+#include "helpers/rma_window.h"  // windows whose RMA reaches its target
 
 namespace bench {
 

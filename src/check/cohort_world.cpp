@@ -23,11 +23,11 @@ cohort_world::cohort_world(std::vector<std::int32_t> sizes, std::int32_t owner_n
   shape_ = sh;
   sh->sizes = std::move(sizes);
   sh->bound = pass_bound;
-  if (sh->sizes.empty()) throw error(errc::arg, "need at least one node");
+  if (sh->sizes.empty()) throw protocol::bad_argument("need at least one node");
   for (std::int32_t s : sh->sizes)
-    if (s < 1) throw error(errc::arg, "every node needs at least one rank");
+    if (s < 1) throw protocol::bad_argument("every node needs at least one rank");
   if (owner_node < 0 || owner_node >= nodes())
-    throw error(errc::arg, "owner node " + std::to_string(owner_node) + " out of range");
+    throw protocol::bad_argument("owner node " + std::to_string(owner_node) + " out of range");
   for (std::int32_t k = 0; k < nodes(); ++k) {
     sh->first.push_back(static_cast<std::int32_t>(sh->node_of.size()));
     sh->node_of.insert(sh->node_of.end(), static_cast<std::size_t>(sh->sizes[static_cast<std::size_t>(k)]), k);

@@ -36,7 +36,7 @@ struct node_request {
 class cohort_world {
  public:
   // sizes[k]: ranks on node k (each >= 1); the token idle on node `owner_node`;
-  // pass bound B. Throws tally::error(errc::arg) on a bad shape.
+  // pass bound B. Throws protocol::bad_argument on a bad shape.
   cohort_world(std::vector<std::int32_t> sizes, std::int32_t owner_node, std::uint32_t pass_bound);
   cohort_world(const cohort_world&) = default;
   cohort_world& operator=(const cohort_world&) = default;

@@ -1,6 +1,7 @@
 #include "check/world.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <sstream>
 
 namespace tally::check {
@@ -18,7 +19,7 @@ std::string to_string(mode m) {
 }
 
 world::world(std::int32_t n, rank_t owner) {
-  if (n < 1) throw error(errc::arg, "need at least 1 rank, got " + std::to_string(n));
+  if (n < 1) throw protocol::bad_argument("need at least 1 rank, got " + std::to_string(n));
   peers_.reserve(static_cast<std::size_t>(n));
   for (std::int32_t i = 0; i < n; ++i) peers_.emplace_back(rank_t(i), n, owner);
 }
@@ -26,19 +27,19 @@ world::world(std::int32_t n, rank_t owner) {
 world world::assemble(std::vector<protocol::peer> peers, std::vector<request_msg> pending,
                      std::optional<in_flight> flight) {
   const auto n = static_cast<std::int32_t>(peers.size());
-  if (n < 1) throw error(errc::arg, "assemble: need at least 1 rank");
+  if (n < 1) throw protocol::bad_argument("assemble: need at least 1 rank");
   const auto in_range = [n](rank_t r) { return r.value() >= 0 && r.value() < n; };
   for (std::int32_t i = 0; i < n; ++i)
     if (peers[static_cast<std::size_t>(i)].self() != rank_t(i) ||
         peers[static_cast<std::size_t>(i)].size() != n)
-      throw error(errc::arg, "assemble: peers[" + std::to_string(i) +
+      throw protocol::bad_argument("assemble: peers[" + std::to_string(i) +
                                  "] is not rank " + std::to_string(i) + " of " +
                                  std::to_string(n));
   for (const request_msg& m : pending)
     if (!in_range(m.from) || !in_range(m.to))
-      throw error(errc::arg, "assemble: REQUEST names a rank out of range");
+      throw protocol::bad_argument("assemble: REQUEST names a rank out of range");
   if (flight && (!in_range(flight->to) || flight->token.ln.size() != peers.size()))
-    throw error(errc::arg, "assemble: bad token in flight");
+    throw protocol::bad_argument("assemble: bad token in flight");
   world w(n, rank_t(0));
   w.peers_ = std::move(peers);
   w.pending_ = std::move(pending);
@@ -149,7 +150,7 @@ const protocol::token& world::token() const {
   if (flight_) return flight_->token;
   for (const auto& nd : peers_)
     if (nd.holds_token()) return *nd.held();
-  throw error(errc::state, "the token is lost");
+  throw std::logic_error("the token is lost");
 }
 
 bool world::can_progress() const noexcept {

@@ -54,12 +54,12 @@ struct verdict {
 
 class world {
  public:
-  // n ranks, token idle at `owner`. Throws tally::error(errc::arg) on bad n or owner.
+  // n ranks, token idle at `owner`. Throws protocol::bad_argument on bad n or owner.
   world(std::int32_t n, rank_t owner);
 
   // A world from arbitrary parts, to test the checks below on states no step
   // reaches. Only what keeps the checks in bounds is verified: throws
-  // tally::error(errc::arg) unless peers[i] is rank i of peers.size(), every message
+  // protocol::bad_argument unless peers[i] is rank i of peers.size(), every message
   // and the flight name ranks in range, and a token in flight has n LN entries.
   static world assemble(std::vector<protocol::peer> peers, std::vector<request_msg> pending,
                         std::optional<in_flight> flight = std::nullopt);

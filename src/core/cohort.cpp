@@ -44,7 +44,7 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
 cohort::cohort(cohort_shape shape, cohort_view state, std::span<const std::int32_t> node_of,
                std::span<const std::int32_t> members)
     : shape_(shape), v_(state), node_of_(node_of), members_(members) {
-  auto bad = [](const std::string& what) { throw error(errc::arg, "tally: cohort: " + what); };
+  auto bad = [](const std::string& what) { throw bad_argument("cohort: " + what); };
   if (shape.nodes < 1 || shape.locals < 1) bad("node and rank counts must be at least 1");
   if (shape.pass_bound < 1) bad("the local pass bound must be at least 1");
   if (shape.node < 0 || shape.node >= shape.nodes) bad("node index out of range");

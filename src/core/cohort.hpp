@@ -142,7 +142,7 @@ class cohort {
  public:
   // node_of[r]: node of global rank r (size n); members[i]: global rank of local
   // rank i (size R). Both are kept by reference and must outlive the cohort. Throws
-  // tally::error(errc::arg) on an inconsistent shape (K or R < 1, B < 1, node out of
+  // protocol::bad_argument on an inconsistent shape (K or R < 1, B < 1, node out of
   // range, a member not on this node).
   cohort(cohort_shape shape, cohort_view state, std::span<const std::int32_t> node_of,
          std::span<const std::int32_t> members);

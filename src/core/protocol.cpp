@@ -46,21 +46,6 @@ const char* describe(status s) noexcept {
   return "unknown status";
 }
 
-errc to_errc(status s) noexcept {
-  switch (s) {
-    case status::ok:
-    case status::would_block: return errc::success;
-    case status::not_in_cs: return errc::not_owner;
-    case status::already_in_cs: return errc::deadlock;
-    case status::self_request:
-    case status::bad_rank:
-    case status::bad_token: return errc::arg;
-    case status::already_requesting:
-    case status::not_requesting: return errc::state;
-  }
-  return errc::state;
-}
-
 bool token::well_formed(std::int32_t n, rank_t owner) const {
   if (n < 1 || ln.size() != static_cast<std::size_t>(n) ||
       queue.size() >= static_cast<std::size_t>(n))
@@ -85,12 +70,10 @@ bool token::well_formed(std::int32_t n, rank_t owner) const {
 peer::peer(rank_t self, std::int32_t n, rank_t initial_owner)
     : self_(self), n_(n) {
   if (n < 1)
-    throw error(errc::arg, "tally: peer count must be at least 1, got " + std::to_string(n));
+    throw bad_argument("peer count must be at least 1, got " + std::to_string(n));
   if (!in_range(self) || !in_range(initial_owner))
-    throw error(errc::arg, "tally: rank " +
-                               std::to_string(in_range(self) ? initial_owner.value()
-                                                             : self.value()) +
-                               " out of range for " + std::to_string(n) + " peers");
+    throw bad_argument("rank " + std::to_string(in_range(self) ? initial_owner.value() : self.value()) +
+                       " out of range for " + std::to_string(n) + " peers");
   rn_.assign(static_cast<std::size_t>(n), seq_t{});
   queued_.assign(static_cast<std::size_t>(n), 0);
   if (self == initial_owner) held_ = token{std::vector<ln_t>(rn_.size()), {}};

@@ -38,12 +38,18 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
-#include "tally/common.h"
-#include "tally/error.hpp"
-
 namespace tally::protocol {
+
+// What the core throws for a shape it cannot be built with (a count below 1, a rank
+// out of range). The core knows no public error type; the runtime maps this to
+// tally::error(errc::arg).
+class bad_argument : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
 
 // Peer id (the rank) within the mutex's group, 0 <= value < n. Explicit both ways,
 // so that a rank is never silently used as a sequence number.
@@ -120,8 +126,6 @@ enum class status : std::uint8_t {
 };
 
 const char* describe(status s) noexcept;
-// The API error class for a non-ok status (errc::success for ok).
-errc to_errc(status s) noexcept;
 
 // The token's contents: LN[j] and the FIFO queue (head first, no duplicates).
 struct token {
@@ -151,8 +155,22 @@ struct step {
   bool ok() const noexcept { return st == status::ok; }
 };
 
-// Per-peer message and entry counters: the public tally_stats, counted here.
-using counters = ::tally_stats;
+// Per-peer message and entry counters. The runtime reports them as the public
+// tally_stats (runtime/errors.cpp maps one to the other, field by field).
+struct counters {
+  std::uint64_t acquisitions = 0;        // critical-section entries
+  std::uint64_t local_acquisitions = 0;  // entries that cost zero messages
+  std::uint64_t requests_sent = 0;       // REQUEST messages sent: n-1 per broadcast
+  std::uint64_t requests_received = 0;   // REQUEST messages received, stale ones included
+  std::uint64_t tokens_sent = 0;
+  std::uint64_t tokens_received = 0;
+  std::uint64_t broadcasts = 0;  // REQUEST broadcasts started
+  // The two-level lock only (core/cohort.hpp); REQUESTs and tokens then count the
+  // level between nodes.
+  std::uint64_t local_handoffs_sent = 0;      // entries granted to a rank of the node
+  std::uint64_t local_handoffs_received = 0;  // entries granted to this rank by one of its node
+  std::uint64_t bound_releases = 0;           // token sent away with local waiters left
+};
 
 // Adds every field of c to sum (totals over ranks, for checks).
 constexpr void accumulate(counters& sum, const counters& c) noexcept {
@@ -171,7 +189,7 @@ constexpr void accumulate(counters& sum, const counters& c) noexcept {
 class peer {
  public:
   // Peer `self` of n, the token starting at `initial_owner`.
-  // Throws tally::error(errc::arg) unless n >= 1 and both ranks are in [0, n).
+  // Throws bad_argument unless n >= 1 and both ranks are in [0, n).
   peer(rank_t self, std::int32_t n, rank_t initial_owner);
 
   // Caller wants the critical section. Idle holder: enters, no action. Idle

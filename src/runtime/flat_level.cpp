@@ -11,7 +11,7 @@ namespace tally::detail {
 
 flat_level::flat_level(transport& t, int rank, int size, int owner, std::size_t payload_bytes,
                        std::span<const std::byte> initial_payload)
-    : t_(t), peer_(protocol::rank_t(rank), size, protocol::rank_t(owner)), payload_(payload_bytes, std::byte{0}) {
+    : t_(t), peer_(build_core([&] { return protocol::peer(protocol::rank_t(rank), size, protocol::rank_t(owner)); })), payload_(payload_bytes, std::byte{0}) {
   if (rank == owner && !initial_payload.empty()) std::copy(initial_payload.begin(), initial_payload.end(), payload_.begin());
 }
 
@@ -22,7 +22,7 @@ void flat_level::describe(transport::shape& sh, int rank, int size) {
 }
 
 void flat_level::execute(const protocol::step& s, const char* call) {
-  if (!s.ok()) fail(protocol::to_errc(s.st), std::string(call) + ": " + protocol::describe(s.st));
+  if (!s.ok()) refuse(s.st, call);
   switch (s.act.what) {
     case protocol::action::kind::none: return;
     case protocol::action::kind::broadcast_request: t_.broadcast(s.act.seq, peer_.self()); return;

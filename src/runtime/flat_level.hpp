@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/protocol.hpp"
+#include "runtime/errors.hpp"
 #include "runtime/level.hpp"
 
 namespace tally::detail {
@@ -43,7 +44,7 @@ class flat_level final : public level {
   void enter_idle() override { (void)peer_.lock(); }
   bool drained(std::uint64_t total) const override;
   std::span<std::byte> payload() noexcept override { return payload_; }
-  tally::stats stats() const override { return peer_.counters(); }
+  tally::stats stats() const override { return to_stats(peer_.counters()); }
 
  private:
   // Carries out a step's action; a refused event throws, naming `call`.

@@ -1,4 +1,5 @@
 // runtime/handles.hpp — move-only owners of MPI handles and the MPI error check.
+// (Raising errors in general: runtime/errors.hpp.)
 //
 // Destructors are noexcept and do nothing once MPI is finalized (the handle died
 // with MPI). Freeing can fail only with MPI_ERRORS_RETURN set; such a failure in a
@@ -10,17 +11,9 @@
 #include <string>
 #include <utility>
 
-#include "tally/error.hpp"
+#include "runtime/errors.hpp"
 
 namespace tally::detail {
-
-// tally::error(code, "tally: " + what, mpi_error): every error the runtime raises
-// or reports is made here, so the prefix is written once. fail() throws it.
-error make_error(errc code, const std::string& what, int mpi_error = 0);
-[[noreturn]] void fail(errc code, const std::string& what, int mpi_error = 0);
-// A diagnostic on stderr, "tally: " then the printf-formatted text (which ends its
-// own line): warnings, and failures that have nobody to be thrown to.
-void warn(const char* format, ...) noexcept __attribute__((format(printf, 1, 2)));
 
 // Throws tally::error(errc::mpi) naming `what` and MPI's error string unless rc is
 // MPI_SUCCESS.

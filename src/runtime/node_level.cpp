@@ -28,7 +28,7 @@ protocol::cohort_step node_level::event(Event&& e, const char* call, protocol::s
   slot_.unlock();
   if (!s.ok()) {
     if (s.st == allowed) return s;
-    fail(protocol::to_errc(s.st), std::string(call) + ": " + protocol::describe(s.st));
+    refuse(s.st, call);
   }
   if (s.act.token_to.value() >= 0) t_.send_staged(s.act.token_to, token_count);
   if (s.act.broadcast) t_.broadcast(s.act.seq, s.act.requester, s.act.copy, bcast_order_);
@@ -161,7 +161,7 @@ void node_level::close() noexcept {
 tally::stats node_level::stats() const {
   if (!slot_.is_open()) return final_;
   slot_.lock();
-  const tally::stats s = slot_.cohort().counters_of(slot_.local());
+  const tally::stats s = to_stats(slot_.cohort().counters_of(slot_.local()));
   slot_.unlock();
   return s;
 }

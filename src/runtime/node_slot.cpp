@@ -55,8 +55,10 @@ void node_slot::open(std::shared_ptr<node_arena> arena, std::uint32_t id, MPI_Co
   }
   arena_->settle(true);
   payload_ = std::span<std::byte>(base_ + payload_at, payload_bytes);
-  cohort_.emplace(protocol::cohort_shape{nodes(), node(), locals(), pass_bound},
-                  protocol::cohort_view::at(base_ + cohort_at, layout_), arena_->node_of(), arena_->members());
+  build_core([&] {
+    cohort_.emplace(protocol::cohort_shape{nodes(), node(), locals(), pass_bound},
+                    protocol::cohort_view::at(base_ + cohort_at, layout_), arena_->node_of(), arena_->members());
+  });
 
   // The leader initializes; then the initial owner puts the payload in; each is
   // visible to the node after the barrier that follows it.

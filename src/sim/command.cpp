@@ -96,7 +96,7 @@ int run_command(std::span<const std::string_view> args, std::ostream& out, std::
     bar.clear();
     err << "tally-sim run: invariant violated: " << e.what() << '\n';
     return 1;
-  } catch (const error& e) {  // a configuration the options did not catch
+  } catch (const protocol::bad_argument& e) {  // a configuration the options did not catch
     bar.clear();
     err << "tally-sim run: " << e.what() << '\n';
     return 2;

@@ -229,7 +229,7 @@ struct delay_lane {
 template <class Model>
 class scheduler {
  public:
-  // Throws tally::error(errc::arg) unless n >= 2, the active ids are ascending and
+  // Throws protocol::bad_argument unless n >= 2, the active ids are ascending and
   // in range, and exactly one of the two request budgets is set.
   template <class... Args>
   scheduler(const network_params& net, workload w, Args&&... model_args);

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "tally/error.hpp"
+#include "core/protocol.hpp"
 
 namespace tally::sim {
 
@@ -33,7 +33,7 @@ scheduler<Model>::scheduler(const network_params& net, workload w, Args&&... mod
 
 template <class Model>
 void scheduler<Model>::validate(const workload& w) {
-  auto bad = [](const std::string& why) { throw error(errc::arg, "" + why); };
+  auto bad = [](const std::string& why) { throw protocol::bad_argument(why); };
   if (w.ranks < 2) bad("need at least 2 ranks, got " + std::to_string(w.ranks));
   if (w.active.empty()) bad("no rank requests");
   for (std::size_t k = 0; k < w.active.size(); ++k)
@@ -119,7 +119,7 @@ void scheduler<Model>::wake(std::int32_t from, std::int32_t to, msg_kind k, ps_t
 template <class Model>
 void scheduler<Model>::split_nodes(std::int32_t ranks_per_node, const network_params& intra) {
   if (ranks_per_node < 0 || (ranks_per_node > 0 && n_ % ranks_per_node != 0))
-    throw error(errc::arg, "" + std::to_string(n_) + " ranks do not split into nodes of " +
+    throw protocol::bad_argument(std::to_string(n_) + " ranks do not split into nodes of " +
                                std::to_string(ranks_per_node));
   rpn_ = ranks_per_node;
   intra_ = intra;

@@ -75,7 +75,7 @@ const ps_t shm_local_grant = 197'000;
 
 summary simulate(const run_config& cfg, const progress_fn& progress, std::uint64_t every) {
   const model_entry* m = find_model(cfg.algorithm);
-  if (!m) throw error(errc::arg, "unknown algorithm '" + cfg.algorithm + "'");
+  if (!m) throw protocol::bad_argument("unknown algorithm '" + cfg.algorithm + "'");
   return m->simulate(cfg, progress, every);
 }
 

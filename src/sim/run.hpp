@@ -90,7 +90,7 @@ std::span<const model_entry> models() noexcept;
 const model_entry* find_model(std::string_view name) noexcept;
 
 // Runs one simulation. Throws invariant_violation if a simulator check fails,
-// tally::error(errc::arg) for an unknown algorithm or a bad workload.
+// protocol::bad_argument for an unknown algorithm or a bad workload.
 summary simulate(const run_config& cfg, const progress_fn& progress = {},
                  std::uint64_t progress_every = 1u << 20);
 

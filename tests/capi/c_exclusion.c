@@ -3,7 +3,7 @@
  * read, then a separate write) and swaps its rank into an occupancy word.
  * Exits 0 and prints "c_exclusion: ok" on rank 0 iff the count is exact and no
  * rank ever found the critical section occupied. The window comes from
- * rma_window.h (tests/support): MPI_Win_allocate where its RMA reaches the target;
+ * helpers/rma_window.h: MPI_Win_allocate where its RMA reaches the target;
  * every operation is rma_window_apply() (complete at the target when it returns). */
 #include <mpi.h>
 #include <sched.h>
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <tally/tally.h>
 
-#include "rma_window.h"
+#include "helpers/rma_window.h"
 
 #define ITERATIONS 200
 

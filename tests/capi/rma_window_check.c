@@ -1,4 +1,4 @@
-/* The tests' RMA instrument (tests/support/rma_window.h) on this MPI: the window it
+/* The tests' RMA instrument (helpers/rma_window.h) on this MPI: the window it
  * chooses carries every rank's put, accumulate and fetch-and-op to every other rank.
  * Prints which kind of window it chose and "rma_window: ok" on rank 0; exits 1 on
  * any miss. Under Debian 12's MPICH 4.0.2 it chooses MPI_Win_create, because an
@@ -6,7 +6,7 @@
 #include <mpi.h>
 #include <stdio.h>
 
-#include "rma_window.h"
+#include "helpers/rma_window.h"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);

@@ -47,9 +47,9 @@ std::vector<peer> fresh_peers(std::int32_t n, std::int32_t owner) {
 std::string broken(const world& w) { return w.violation().value_or(""); }
 
 TEST(World, ConstructionRejectsBadArguments) {
-  EXPECT_THROW(world(0, rank_t(0)), tally::error);
-  EXPECT_THROW(world(3, rank_t(3)), tally::error);
-  EXPECT_THROW(world(3, rank_t(-1)), tally::error);
+  EXPECT_THROW(world(0, rank_t(0)), tally::protocol::bad_argument);
+  EXPECT_THROW(world(3, rank_t(3)), tally::protocol::bad_argument);
+  EXPECT_THROW(world(3, rank_t(-1)), tally::protocol::bad_argument);
 }
 
 TEST(World, InitialStateIsQuiescentAndSound) {
@@ -166,13 +166,13 @@ TEST(World, RegressionFromCatchesDecreases) {
 }
 
 TEST(World, AssembleRejectsPartsTheChecksCannotIndex) {
-  EXPECT_THROW(world::assemble({}, {}), tally::error);
+  EXPECT_THROW(world::assemble({}, {}), tally::protocol::bad_argument);
   std::vector<peer> swapped{peer(rank_t(1), 2, rank_t(0)), peer(rank_t(0), 2, rank_t(0))};
-  EXPECT_THROW(world::assemble(swapped, {}), tally::error);
+  EXPECT_THROW(world::assemble(swapped, {}), tally::protocol::bad_argument);
   EXPECT_THROW(world::assemble(fresh_peers(2, 0), {{rank_t(1), rank_t(2), seq_t(1)}}),
-               tally::error);
+               tally::protocol::bad_argument);
   EXPECT_THROW(world::assemble(fresh_peers(2, 0), {}, in_flight{rank_t(1), token{{ln_t{0}}, {}}}),
-               tally::error);
+               tally::protocol::bad_argument);
   EXPECT_FALSE(world::assemble(fresh_peers(2, 0), {}).violation());
 }
 

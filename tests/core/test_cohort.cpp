@@ -61,15 +61,14 @@ TEST(Cohort, ConstructionRejectsBadShapes) {
   std::vector<std::uint64_t> mem(cohort_layout::of(2, 2).bytes / 8);
   const cohort_view v = cohort_view::at(mem.data(), cohort_layout::of(2, 2));
   const std::vector<std::int32_t> members{0, 1};
-  EXPECT_THROW(cohort({2, 0, 2, 0}, v, two_by_two, members), tally::error);  // B = 0
-  EXPECT_THROW(cohort({2, 2, 2, 1}, v, two_by_two, members), tally::error);  // node out of range
-  EXPECT_THROW(cohort({0, 0, 2, 1}, v, two_by_two, members), tally::error);  // no nodes
+  EXPECT_THROW(cohort({2, 0, 2, 0}, v, two_by_two, members), tally::protocol::bad_argument);  // B = 0
+  EXPECT_THROW(cohort({2, 2, 2, 1}, v, two_by_two, members), tally::protocol::bad_argument);  // node out of range
+  EXPECT_THROW(cohort({0, 0, 2, 1}, v, two_by_two, members), tally::protocol::bad_argument);  // no nodes
   const std::vector<std::int32_t> wrong{0, 2};
-  EXPECT_THROW(cohort({2, 0, 2, 1}, v, two_by_two, wrong), tally::error);  // rank 2 is on node 1
+  EXPECT_THROW(cohort({2, 0, 2, 1}, v, two_by_two, wrong), tally::protocol::bad_argument);  // rank 2 is on node 1
   try {
     cohort({2, 0, 2, 0}, v, two_by_two, members);
-  } catch (const tally::error& e) {
-    EXPECT_EQ(e.code(), tally::errc::arg);
+  } catch (const tally::protocol::bad_argument& e) {
     EXPECT_NE(std::string(e.what()).find("pass bound"), std::string::npos);
   }
 }

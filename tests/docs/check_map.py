@@ -7,7 +7,7 @@ The map is the first fenced block under "## The map" in docs/design.md. A line t
 starts in column 0 with a folder (`src/runtime/`) opens that folder's section; the
 names in it (`engine.{hpp,cpp}`, `models/two_level.cpp`, `lib/python.sh`; braces
 expand) are paths under the folder. Every file under include/, src/, tools/, bench/,
-scripts/ and jobs/ must be named in the section of a folder that holds it. Prints
+helpers/, scripts/ and jobs/ must be named in the section of a folder that holds it. Prints
 each file that is not, and exits 1 if any (or if no file was checked, so that the
 check cannot pass vacuously). --drop NAME removes every mention of NAME from the
 map first: the test that shows a missing file is caught.
@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-ROOTS = ("include", "src", "tools", "bench", "scripts", "jobs")
+ROOTS = ("include", "src", "tools", "bench", "helpers", "scripts", "jobs")
 FOLDER = re.compile(r"^([\w.+-]+(?:/[\w.+-]+)*/)(?:\s|$)")
 PART = r"(?:[\w./+-]|\{[^{}\s]*\})*"
 BRACED = re.compile(PART + r"\{[^{}\s]*\}" + PART)

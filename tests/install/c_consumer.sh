@@ -8,8 +8,8 @@
 # RUNPATH: the pkg-config builds find libtally through LD_LIBRARY_PATH.
 set -euo pipefail
 prefix=$1 libdir=$2 source=$3 out=$4 ranks=$5 mpicc=$6 mpiexec=$7
-# The test's own RMA window helper (tests/support/rma_window.h), not part of tally.
-support=$(cd "$(dirname "$source")/../support" && pwd)
+# The test's RMA window helper (helpers/rma_window.h in the source tree), not part of tally.
+support=$(cd "$(dirname "$source")/../.." && pwd)
 mkdir -p "$out"
 "$mpicc" -std=c11 -Wall -Wextra -pedantic -Werror -I"$support" "$source" -o "$out/c_exclusion" \
   -I"$prefix/include" -L"$prefix/$libdir" -Wl,-rpath,"$prefix/$libdir" -ltally

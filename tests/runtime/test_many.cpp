@@ -15,12 +15,12 @@
 #include <cstdint>
 #include <deque>
 
-#include "process_stats.hpp"
+#include "helpers/process_stats.hpp"
 #include "support.hpp"
 
 namespace {
 
-using tally::test::thread_count;
+using tally::helpers::thread_count;
 using tally::test::world_rank;
 using tally::test::world_size;
 

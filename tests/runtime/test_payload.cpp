@@ -10,7 +10,7 @@
 #include <cstring>
 #include <unistd.h>
 
-#include "../../examples/shared_append.hpp"
+#include "helpers/shared_append.hpp"
 #include "core/token_layout.hpp"
 #include "support.hpp"
 #include "tally/guarded.hpp"

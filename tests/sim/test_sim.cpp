@@ -18,7 +18,6 @@
 #include "sim/models/two_level.hpp"
 #include "sim/des.hpp"
 #include "sim/run.hpp"
-#include "tally/error.hpp"
 
 namespace {
 
@@ -101,16 +100,16 @@ TEST(Engine, RejectsInconsistentWorkloads) {
   workload w = per_rank(4, 1);
   w.ranks = 1;
   w.active = {0};
-  EXPECT_THROW(scheduler<central>(net_a(), w), tally::error);
+  EXPECT_THROW(scheduler<central>(net_a(), w), tally::protocol::bad_argument);
   w = per_rank(4, 1);
   w.active = {2, 1};
-  EXPECT_THROW(scheduler<central>(net_a(), w), tally::error);
+  EXPECT_THROW(scheduler<central>(net_a(), w), tally::protocol::bad_argument);
   w = per_rank(4, 1);
   w.active = {0, 4};
-  EXPECT_THROW(scheduler<central>(net_a(), w), tally::error);
+  EXPECT_THROW(scheduler<central>(net_a(), w), tally::protocol::bad_argument);
   w = per_rank(4, 1);
   w.total_requests = 5;  // both budgets
-  EXPECT_THROW(scheduler<central>(net_a(), w), tally::error);
+  EXPECT_THROW(scheduler<central>(net_a(), w), tally::protocol::bad_argument);
 }
 
 // --- every request served once; exact messages per algorithm ---------------------
@@ -546,7 +545,7 @@ TEST(NetworkModel, MessagesInsideANodeCostTheIntraParameters) {
     // One of the two messages may be inside node 0 (to or from rank 1), or neither.
     EXPECT_TRUE(h == 2 * net_a().transit(0) || h == net_a().transit(0) + c.intra.transit(0)) << h;
   }
-  EXPECT_THROW(e.split_nodes(3, c.intra), tally::error);
+  EXPECT_THROW(e.split_nodes(3, c.intra), tally::protocol::bad_argument);
 }
 
 TEST(NetworkModel, RendezvousAboveTheEagerLimit) {

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "rma_window.h"
+#include "helpers/rma_window.h"
 #include "tally/error.hpp"
 #include "tally/mutex.hpp"
 

@@ -1,18 +1,18 @@
 #include "sim/models/suzuki_kasami.hpp"
 
-#include "tally/error.hpp"
+#include "core/protocol.hpp"
 
 namespace tally::sim {
 
 suzuki_kasami::suzuki_kasami(std::int32_t n, const std::vector<std::int32_t>& active)
     : n_(n), slot_(static_cast<std::size_t>(n), -1) {
-  if (n < 1) throw error(errc::arg, "need at least 1 rank");
+  if (n < 1) throw protocol::bad_argument("need at least 1 rank");
   std::vector<std::int32_t> ids{0};  // the initial owner always exists
   for (std::int32_t i : active)
     if (i != 0) ids.push_back(i);
   peers_.reserve(ids.size());
   for (std::int32_t i : ids) {
-    if (i < 0 || i >= n) throw error(errc::arg, "active rank out of range");
+    if (i < 0 || i >= n) throw protocol::bad_argument("active rank out of range");
     slot_[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(peers_.size());
     peers_.emplace_back(protocol::rank_t(i), n, protocol::rank_t(0));
   }

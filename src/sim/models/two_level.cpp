@@ -1,6 +1,6 @@
 #include "sim/models/two_level.hpp"
 
-#include "tally/error.hpp"
+#include "core/protocol.hpp"
 
 namespace tally::sim {
 
@@ -8,9 +8,9 @@ two_level::two_level(std::int32_t n, const std::vector<std::int32_t>&, const run
     : r_(cfg.ranks_per_node > 0 ? cfg.ranks_per_node : 1), k_(0), local_grant_(cfg.local_grant),
       form_(cfg.node_token) {
   if (n % r_ != 0)
-    throw error(errc::arg, "two-level needs --ranks-per-node to divide --ranks (" + std::to_string(n) +
+    throw protocol::bad_argument("two-level needs --ranks-per-node to divide --ranks (" + std::to_string(n) +
                                " ranks, " + std::to_string(r_) + " per node)");
-  if (cfg.pass_bound < 1) throw error(errc::arg, "two-level needs --pass-bound >= 1");
+  if (cfg.pass_bound < 1) throw protocol::bad_argument("two-level needs --pass-bound >= 1");
   k_ = n / r_;
   node_of_.resize(static_cast<std::size_t>(n));
   ranks_.resize(static_cast<std::size_t>(n));

@@ -39,7 +39,7 @@ class two_level {
   static constexpr msg_kind kinds[] = {msg_kind::request, msg_kind::token};
   static constexpr bool node_token = true;  // its CPU: node_entry_time, node_scan_time
 
-  // Throws tally::error(errc::arg) unless R divides n and B >= 1.
+  // Throws protocol::bad_argument unless R divides n and B >= 1.
   two_level(std::int32_t n, const std::vector<std::int32_t>& active, const run_config& cfg);
 
   bool sink(std::int32_t) const noexcept { return false; }

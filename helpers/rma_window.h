@@ -1,4 +1,4 @@
-/* tests/support/rma_window.h — an RMA window whose one-sided operations reach their
+/* helpers/rma_window.h — an RMA window whose one-sided operations reach their
  * target, for the tests' instruments and the benchmark's RMA baselines (C and C++).
  *
  * Contract: rma_window_allocate() is collective over comm and gives each rank
@@ -13,8 +13,8 @@
  * rma_window_free() is collective and frees what rma_window_allocate() made.
  * rma_window_apply() is the instruments' one-sided read, write and swap.
  */
-#ifndef TALLY_TESTS_RMA_WINDOW_H
-#define TALLY_TESTS_RMA_WINDOW_H
+#ifndef TALLY_HELPERS_RMA_WINDOW_H
+#define TALLY_HELPERS_RMA_WINDOW_H
 
 #include <mpi.h>
 #include <sched.h>

@@ -1,5 +1,6 @@
 // Ordered append to one shared file, with the next free offset carried in the
-// token (tally::guarded). Used by examples/shared_append.cpp and its test.
+// token (tally::guarded). Used by examples/shared_append.cpp, its test and the
+// benchmark BM_SharedAppend.
 //
 // A record is a 24-byte header {magic, rank, sequence, length, checksum of the
 // body} followed by `length` body bytes. Appending reserves [offset, offset+size)

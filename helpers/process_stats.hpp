@@ -1,4 +1,5 @@
-// What a process uses, from /proc/self: for the many-mutex test and benchmark.
+// helpers/process_stats.hpp — what a process uses, from /proc/self: for the
+// many-mutex test and benchmark.
 #pragma once
 
 #include <dirent.h>
@@ -6,7 +7,7 @@
 
 #include <cstdio>
 
-namespace tally::test {
+namespace tally::helpers {
 
 // Threads of this process (/proc/self/task).
 inline int thread_count() {
@@ -29,4 +30,4 @@ inline double resident_bytes() {
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
-}  // namespace tally::test
+}  // namespace tally::helpers

@@ -1,0 +1,43 @@
+// runtime/errors.hpp — how the runtime raises and reports errors, and maps the core's
+// outcomes onto the public API's codes and statistics.
+//
+// Every tally::error the runtime throws is made by make_error(), which prefixes
+// "tally: " (the prefix is written nowhere else); every diagnostic goes through
+// warn(). The core knows no public type: to_errc() and to_stats() are the one
+// mapping from protocol::status and protocol::counters to tally::errc and tally_stats.
+#pragma once
+
+#include <string>
+
+#include "core/protocol.hpp"
+#include "tally/error.hpp"
+#include "tally/options.hpp"
+
+namespace tally::detail {
+
+// tally::error(code, "tally: " + what, mpi_error). fail() throws it.
+error make_error(errc code, const std::string& what, int mpi_error = 0);
+[[noreturn]] void fail(errc code, const std::string& what, int mpi_error = 0);
+// A diagnostic on stderr, "tally: " then the printf-formatted text (which ends its
+// own line): warnings, and failures that have nobody to be thrown to.
+void warn(const char* format, ...) noexcept __attribute__((format(printf, 1, 2)));
+
+// The API error class of a core outcome (errc::success for ok and would_block).
+errc to_errc(protocol::status s) noexcept;
+// Throws the error for a core refusal of `call`: "<call>: <what the core said>".
+[[noreturn]] void refuse(protocol::status s, const char* call);
+// Runs make() (which builds a core object) and turns the core's bad_argument into
+// tally::error(errc::arg).
+template <class Make>
+decltype(auto) build_core(Make&& make) {
+  try {
+    return make();
+  } catch (const protocol::bad_argument& e) {
+    fail(errc::arg, e.what());
+  }
+}
+
+// The public statistics of a core's counters.
+stats to_stats(const protocol::counters& c) noexcept;
+
+}  // namespace tally::detail

@@ -12,6 +12,12 @@
 #                       program MPIEXEC_POSTFLAGS args
 include_guard(GLOBAL)
 
+# The one-sided component of the shm transport (scripts/lib/transports.tsv, the one
+# table of transports): the tests run on one node, over shared memory.
+file(STRINGS ${PROJECT_SOURCE_DIR}/scripts/lib/transports.tsv tally_shm_row REGEX "^shm[ \t]")
+string(REGEX REPLACE "[ \t]+" ";" tally_shm_row "${tally_shm_row}")
+list(GET tally_shm_row 3 TALLY_SHM_OSC)  # name ompi_pml ompi_btl ompi_osc ...
+
 execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version
   OUTPUT_VARIABLE tally_mpiexec_version ERROR_VARIABLE tally_mpiexec_version)
 if(tally_mpiexec_version MATCHES "Open MPI|OpenRTE")
@@ -19,7 +25,7 @@ if(tally_mpiexec_version MATCHES "Open MPI|OpenRTE")
   set(TALLY_MPI_TEST_ENV
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     OMPI_MCA_rmaps_base_oversubscribe=1
-    OMPI_MCA_osc=sm,pt2pt)
+    OMPI_MCA_osc=${TALLY_SHM_OSC})
 elseif(tally_mpiexec_version MATCHES "HYDRA|MPICH")
   set(TALLY_MPI_FLAVOR mpich)
   set(TALLY_MPI_TEST_ENV "")  # hydra runs as root and oversubscribes by default

@@ -17,7 +17,8 @@
 #   TALLY_SRUN_MPI    srun --mpi plugin        [pmix; pmi2 for an MPICH tally_bench]
 #   TALLY_LAUNCH_ARGS extra launcher arguments, split on whitespace    []
 #   TALLY_BENCH       path of tally_bench           [$TALLY_ROOT/build/bench/tally_bench]
-#   TALLY_FILTER      Google Benchmark --benchmark_filter regex        [TALLY_DEFAULT_FILTER]
+#   TALLY_BENCH_FILTER  Google Benchmark --benchmark_filter regex      [TALLY_DEFAULT_FILTER]
+#                     (TALLY_FILTER, its name until 2026-12-07, is still read)
 #   TALLY_BENCH_ARGS  extra tally_bench arguments, split on whitespace []
 #   TALLY_RESULTS     results root                                     [$TALLY_ROOT/results]
 # The MPI is the one tally_bench is linked against (libmpi: Open MPI, libmpich:
@@ -27,6 +28,8 @@
 TALLY_ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
 # shellcheck source-path=SCRIPTDIR source=../../scripts/lib/transport.sh
 source "$TALLY_ROOT/scripts/lib/transport.sh"
+# shellcheck source-path=SCRIPTDIR source=../../scripts/lib/bench.sh
+source "$TALLY_ROOT/scripts/lib/bench.sh"
 
 # Exits 2 with a message; once the results folder exists, env.json records the failure.
 tally_die() {
@@ -211,7 +214,7 @@ tally_write_env() {
     printf '  "git_commit": %s,\n' "$(tally_json_str "$TALLY_GIT_COMMIT")"
     printf '  "git_dirty": %s,\n' "$TALLY_GIT_DIRTY"
     printf '  "bench": %s,\n' "$(tally_json_str "$TALLY_BENCH")"
-    printf '  "filter": %s,\n' "$(tally_json_str "$TALLY_FILTER")"
+    printf '  "filter": %s,\n' "$(tally_json_str "$TALLY_BENCH_FILTER")"
     printf '  "start": %s,\n' "$(tally_json_str "$TALLY_START")"
     printf '  "end": %s,\n' "$(tally_json_str "${TALLY_END:-}")"
     if [[ "$status" == running ]]; then
@@ -231,7 +234,7 @@ tally_job_main() {
   : "${TALLY_TRANSPORT:=ucx}"
   : "${TALLY_LAUNCHER:=srun}"
   : "${TALLY_BENCH:=$TALLY_ROOT/build/bench/tally_bench}"
-  : "${TALLY_FILTER:=${TALLY_DEFAULT_FILTER:-.}}"
+  : "${TALLY_BENCH_FILTER:=${TALLY_FILTER:-${TALLY_DEFAULT_FILTER:-.}}}"
   : "${TALLY_RESULTS:=$TALLY_ROOT/results}"
   : "${SLURM_JOB_NUM_NODES:=${SLURM_NNODES:-1}}"
 
@@ -266,15 +269,10 @@ tally_job_main() {
       "build it (cmake --workflow --preset build) or set TALLY_BENCH"
   tally_select_transport
   tally_select_launcher
-  TALLY_CMD=("${TALLY_LAUNCH[@]}" "$TALLY_BENCH"
-    "--benchmark_filter=$TALLY_FILTER"
-    "--benchmark_out=$TALLY_OUT/bench.json" --benchmark_out_format=json
-    --benchmark_color=false)
-  if [[ -n "${TALLY_BENCH_ARGS:-}" ]]; then
-    local -a bench_args
-    read -r -a bench_args <<<"$TALLY_BENCH_ARGS"
-    TALLY_CMD+=("${bench_args[@]}")
-  fi
+  local -a bench_args=()
+  [[ -z "${TALLY_BENCH_ARGS:-}" ]] || read -r -a bench_args <<<"$TALLY_BENCH_ARGS"
+  tally_bench_argv "$TALLY_OUT/bench.json" "$TALLY_BENCH_FILTER" "" "${bench_args[@]}"
+  TALLY_CMD=("${TALLY_LAUNCH[@]}" "$TALLY_BENCH" "${TALLY_BENCH_ARGV[@]}")
   tally_write_env running
 
   tally_log "job $SLURM_JOB_ID ($TALLY_JOB): $SLURM_JOB_NUM_NODES node(s) [$SLURM_JOB_NODELIST]," \

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# scripts/lib/transport.sh — the one table that turns a transport name into MPI
-# launcher settings. Sourced by bench/run-local, jobs/lib/tally-job.sh,
-# scripts/calibrate-sim and the tests' scripts; never run.
+# scripts/lib/transport.sh — turns a transport name into MPI launcher settings,
+# from the one table of them, scripts/lib/transports.tsv. Sourced by
+# bench/run-local, jobs/lib/tally-job.sh, scripts/calibrate-sim and the tests'
+# scripts; never run.
 #
 #   shm   shared memory, one node: pml ob1, btl self,vader; one-sided through
 #         osc/sm (Open MPI 4.1.4's default osc/rdma over vader crashes on
@@ -48,7 +49,21 @@
 #                             or MPI failure (UCX errors such as "Endpoint timeout",
 #                             BTL/PML errors, aborts, signals); status 0 if any
 
-tally_transports='shm tcp shm+tcp ucx auto'
+# The table (scripts/lib/transports.tsv) sits beside this file.
+tally_transport_table="$(dirname "${BASH_SOURCE[0]}")/transports.tsv"
+tally_transports=$(awk '!/^#/ && NF { printf "%s%s", sep, $1; sep = " " }' "$tally_transport_table")
+
+# tally_transport_row NAME: sets tt_pml, tt_btl, tt_osc, tt_ucx_tls and tt_mpich_env
+# from NAME's row ("" for "-"); returns 1 for a name the table lacks.
+tally_transport_row() {
+  local name pml btl osc ucx mpich
+  while read -r name pml btl osc ucx mpich; do
+    [[ -n "$name" && "$name" != \#* && "$name" == "$1" ]] || continue
+    tt_pml=${pml#-} tt_btl=${btl#-} tt_osc=${osc#-} tt_ucx_tls=${ucx#-} tt_mpich_env=${mpich#-}
+    return 0
+  done <"$tally_transport_table"
+  return 1
+}
 
 tally_mpi_flavor() {
   if [[ -n "${TALLY_MPI_FLAVOR:-}" ]]; then
@@ -68,44 +83,26 @@ tally_transport() {
   local name=${1:-} tcp_if=${2:-}
   TALLY_MCA=()
   TALLY_ENV=()
+  if ! tally_transport_row "$name"; then
+    printf "transport '%s' is not one of: %s\n" "$name" "$tally_transports" >&2
+    return 2
+  fi
+  # An interface goes to UCX only as a name (UCX takes no CIDR), and with Open MPI
+  # only for tcp, where UCX carries every one-sided operation.
+  local ucx_if=
+  [[ -z "$tcp_if" || "$tcp_if" == */* || "$name" != *tcp ]] || ucx_if=$tcp_if
   if [[ "$(tally_mpi_flavor "${MPIEXEC:-mpiexec}")" == mpich ]]; then
-    case "$name" in
-      shm | ucx | auto) ;;
-      tcp) TALLY_ENV=(MPIR_CVAR_NOLOCAL=1 "UCX_TLS=${UCX_TLS:-tcp,self}") ;;
-      shm+tcp) TALLY_ENV=("UCX_TLS=${UCX_TLS:-tcp,self,sm}") ;;
-      *)
-        printf "transport '%s' is not one of: %s\n" "$name" "$tally_transports" >&2
-        return 2
-        ;;
-    esac
-    if [[ -n "$tcp_if" && "$tcp_if" != */* && "$name" == *tcp ]]; then
-      TALLY_ENV+=("UCX_NET_DEVICES=${UCX_NET_DEVICES:-$tcp_if}")
-    fi
+    [[ -z "$tt_mpich_env" ]] || TALLY_ENV+=("$tt_mpich_env")
+    [[ -z "$tt_ucx_tls" ]] || TALLY_ENV+=("UCX_TLS=${UCX_TLS:-$tt_ucx_tls}")
+    [[ -z "$ucx_if" ]] || TALLY_ENV+=("UCX_NET_DEVICES=${UCX_NET_DEVICES:-$ucx_if}")
     return 0
   fi
-  case "$name" in
-    shm) TALLY_MCA=(pml=ob1 'btl=self,vader' 'osc=sm,pt2pt') ;;
-    tcp)
-      TALLY_MCA=(pml=ob1 'btl=self,tcp' 'osc=ucx,pt2pt')
-      export UCX_TLS="${UCX_TLS:-tcp,self}"
-      if [[ -n "$tcp_if" ]]; then
-        TALLY_MCA+=("btl_tcp_if_include=$tcp_if")
-        # UCX takes interface names, not CIDRs.
-        [[ "$tcp_if" == */* ]] || export UCX_NET_DEVICES="${UCX_NET_DEVICES:-$tcp_if}"
-      fi
-      ;;
-    shm+tcp)
-      TALLY_MCA=(pml=ob1 'btl=self,vader,tcp' 'osc=sm,ucx,pt2pt')
-      export UCX_TLS="${UCX_TLS:-tcp,self,sm}"
-      [[ -z "$tcp_if" ]] || TALLY_MCA+=("btl_tcp_if_include=$tcp_if")
-      ;;
-    ucx) TALLY_MCA=(pml=ucx 'osc=sm,ucx') ;;
-    auto) ;;
-    *)
-      printf "transport '%s' is not one of: %s\n" "$name" "$tally_transports" >&2
-      return 2
-      ;;
-  esac
+  [[ -z "$tt_pml" ]] || TALLY_MCA+=("pml=$tt_pml")
+  [[ -z "$tt_btl" ]] || TALLY_MCA+=("btl=$tt_btl")
+  [[ -z "$tt_osc" ]] || TALLY_MCA+=("osc=$tt_osc")
+  [[ -z "$tt_ucx_tls" ]] || export UCX_TLS="${UCX_TLS:-$tt_ucx_tls}"
+  [[ -z "$tcp_if" || "$tt_btl" != *tcp* ]] || TALLY_MCA+=("btl_tcp_if_include=$tcp_if")
+  [[ -z "$ucx_if" || "$name" != tcp ]] || export UCX_NET_DEVICES="${UCX_NET_DEVICES:-$ucx_if}"
 }
 
 tally_mca_args() {

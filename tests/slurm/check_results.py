@@ -10,14 +10,12 @@ import os
 import re
 import sys
 
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "lib"))
+import transports  # noqa: E402  (scripts/lib/transports.tsv, the one table)
+
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
-TRANSPORT_MCA = {
-    "shm": {"pml": "ob1", "btl": "self,vader", "osc": "sm,pt2pt"},
-    "tcp": {"pml": "ob1", "btl": "self,tcp", "osc": "ucx,pt2pt"},
-    "shm+tcp": {"pml": "ob1", "btl": "self,vader,tcp", "osc": "sm,ucx,pt2pt"},
-    "ucx": {"pml": "ucx"},
-    "auto": {},
-}
+TRANSPORTS = transports.read()
 
 
 def main():
@@ -77,7 +75,7 @@ def main():
           f"env.transport {env.get('transport')!r} != {a.transport!r}")
     check(env.get("launcher") == a.launcher,
           f"env.launcher {env.get('launcher')!r} != {a.launcher!r}")
-    want_mca = {} if a.mpich else dict(TRANSPORT_MCA[a.transport])
+    want_mca = {} if a.mpich else transports.mca(TRANSPORTS[a.transport])
     if a.tcp_if and not a.mpich:
         want_mca["btl_tcp_if_include"] = a.tcp_if
     mca = env.get("mca", {})
@@ -86,7 +84,8 @@ def main():
     if a.mpich:  # MPICH takes environment variables, never MCA parameters
         check(mca == {}, f"env.mca {mca!r} is not empty for MPICH")
     if a.transport == "tcp" and not a.mpich:
-        check(env.get("ucx_tls") == "tcp,self", f"env.ucx_tls {env.get('ucx_tls')!r} != 'tcp,self'")
+        want_tls = TRANSPORTS["tcp"]["ucx_tls"]
+        check(env.get("ucx_tls") == want_tls, f"env.ucx_tls {env.get('ucx_tls')!r} != {want_tls!r}")
     flavor = "mpich" if a.mpich else "openmpi"
     check(env.get("mpi_flavor") == flavor, f"env.mpi_flavor {env.get('mpi_flavor')!r} != {flavor!r}")
     check(bool(env.get("mpi_version")) and env.get("mpi_version") != "unknown",

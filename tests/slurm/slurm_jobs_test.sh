@@ -84,7 +84,7 @@ results="$work/results"
 # Open MPI refuses root without these; only the test sets them, never the job scripts.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset TALLY_TRANSPORT TALLY_TCP_IF TALLY_LAUNCHER TALLY_RESULTS TALLY_ROOT TALLY_BENCH
-export TALLY_BENCH_ARGS="$TALLY_TEST_BENCH_ARGS" TALLY_FILTER="$TALLY_TEST_FILTER"
+export TALLY_BENCH_ARGS="$TALLY_TEST_BENCH_ARGS" TALLY_BENCH_FILTER="$TALLY_TEST_FILTER"
 
 # Jobs queued or run (Slurm keeps a FAILED record of some requests it refused).
 queue_size() { squeue -h -t PD,CF,R,CG,CD,S -o %i | wc -l; }

@@ -1,0 +1,1 @@
+"""bench/report's parts: rows (loading and validation), tables, summary, plots."""

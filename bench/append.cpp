@@ -39,8 +39,8 @@ using namespace bench;
 using record = std::vector<std::byte>;
 
 void write_at(MPI_File fh, std::uint64_t at, const record& rec) {
-  check(MPI_File_write_at(fh, static_cast<MPI_Offset>(at), rec.data(), static_cast<int>(rec.size()),
-                          MPI_BYTE, MPI_STATUS_IGNORE),
+  check(MPI_File_write_at(fh, static_cast<MPI_Offset>(at), rec.data(), static_cast<int>(rec.size()), MPI_BYTE,
+                          MPI_STATUS_IGNORE),
         "MPI_File_write_at");
 }
 
@@ -61,8 +61,7 @@ class write_shared_appender {
   static constexpr const char* name = "write_shared";
   write_shared_appender(MPI_Comm, MPI_File fh) : fh_(fh) {}
   void append(const record& rec) {
-    check(MPI_File_write_shared(fh_, rec.data(), static_cast<int>(rec.size()), MPI_BYTE,
-                                MPI_STATUS_IGNORE),
+    check(MPI_File_write_shared(fh_, rec.data(), static_cast<int>(rec.size()), MPI_BYTE, MPI_STATUS_IGNORE),
           "MPI_File_write_shared");
   }
   void poll() {}
@@ -130,8 +129,7 @@ class fetch_and_op_appender {
     const int home = offset_window::home;
     const std::uint64_t size = rec.size();
     std::uint64_t at = 0;
-    check(MPI_Fetch_and_op(&size, &at, MPI_UINT64_T, home, 0, MPI_SUM, w_.win()),
-          "MPI_Fetch_and_op(offset)");
+    check(MPI_Fetch_and_op(&size, &at, MPI_UINT64_T, home, 0, MPI_SUM, w_.win()), "MPI_Fetch_and_op(offset)");
     check(MPI_Win_flush(home, w_.win()), "MPI_Win_flush(offset)");
     write_at(fh_, at, rec);
   }
@@ -151,9 +149,8 @@ class shared_file {
     long id = static_cast<long>(getpid());  // rank 0's, so that concurrent jobs differ
     MPI_Bcast(&id, 1, MPI_LONG, 0, world().comm);
     path_ = std::string(dir && *dir ? dir : ".") + "/tally_bench_append." + std::to_string(id);
-    check(MPI_File_open(world().comm, path_.c_str(),
-                        MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL,
-                        &fh_),
+    check(MPI_File_open(world().comm, path_.c_str(), MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE,
+                        MPI_INFO_NULL, &fh_),
           ("MPI_File_open(" + path_ + ")").c_str());
   }
   ~shared_file() { check_or_abort(MPI_File_close(&fh_), "MPI_File_close"); }
@@ -195,8 +192,7 @@ void BM_SharedAppend(benchmark::State& state) {
     return;
   }
   std::vector<record> recs;
-  for (std::uint32_t i = 0; i < distinct_records; ++i)
-    recs.push_back(tally::example::make_record(w.rank, i, max_body));
+  for (std::uint32_t i = 0; i < distinct_records; ++i) recs.push_back(tally::example::make_record(w.rank, i, max_body));
   auto poll = [&] { app->poll(); };
   measurement m;
   std::uint64_t appended = 0, k = 0;
@@ -219,20 +215,16 @@ void BM_SharedAppend(benchmark::State& state) {
   m.end();
   m.publish(state, compare_to::nothing);
 
-  const auto total = static_cast<std::uint64_t>(allreduce_polling(static_cast<ns_t>(appended),
-                                                                  MPI_SUM, poll));
+  const auto total = static_cast<std::uint64_t>(allreduce_polling(static_cast<ns_t>(appended), MPI_SUM, poll));
   app.reset();
-  if (const std::string problem = file->check_size(total); !problem.empty())
-    state.SkipWithError(problem.c_str());
+  if (const std::string problem = file->check_size(total); !problem.empty()) state.SkipWithError(problem.c_str());
   state.SetItemsProcessed(state.iterations());
   if (w.rank == 0) state.counters["max_body"] = max_body;
 }
 
 // max_body 16: the append is dominated by agreeing on the offset; 4000: records
 // of the example's mix (2 KB mean), where writing the data matters too.
-void append_args(benchmark::internal::Benchmark* b) {
-  b->ArgName("max_body")->Arg(16)->Arg(4000)->UseManualTime();
-}
+void append_args(benchmark::internal::Benchmark* b) { b->ArgName("max_body")->Arg(16)->Arg(4000)->UseManualTime(); }
 
 using tally = tally_appender;
 using write_shared = write_shared_appender;

@@ -57,12 +57,10 @@ void BM_Floor(benchmark::State& state) {
       if (w.rank == 0) {
         const ns_t t = now_ns();
         check(MPI_Send(buf.data(), bytes, MPI_BYTE, 1, 0, comm.get()), "MPI_Send(floor)");
-        check(MPI_Recv(buf.data(), bytes, MPI_BYTE, 1, 0, comm.get(), MPI_STATUS_IGNORE),
-              "MPI_Recv(floor)");
+        check(MPI_Recv(buf.data(), bytes, MPI_BYTE, 1, 0, comm.get(), MPI_STATUS_IGNORE), "MPI_Recv(floor)");
         if (record) m.add_sample(static_cast<double>(now_ns() - t) / 2);
       } else if (w.rank == 1) {
-        check(MPI_Recv(buf.data(), bytes, MPI_BYTE, 0, 0, comm.get(), MPI_STATUS_IGNORE),
-              "MPI_Recv(floor)");
+        check(MPI_Recv(buf.data(), bytes, MPI_BYTE, 0, 0, comm.get(), MPI_STATUS_IGNORE), "MPI_Recv(floor)");
         check(MPI_Send(buf.data(), bytes, MPI_BYTE, 0, 0, comm.get()), "MPI_Send(floor)");
       }
     }
@@ -278,7 +276,7 @@ void BM_IdleHolder(benchmark::State& state) {
         send_signal(0, tag_done);
         if (record) {
           m.add_sample(static_cast<double>(b - a));
-            mine += b - a;
+          mine += b - a;
         }
       }
       if (record && me <= 1) m.add_entries(1);
@@ -314,9 +312,7 @@ void sweep_args(Benchmark* b) {
 // Fixed iterations: the wall time of a round is dominated by the holder's
 // computation, which is not timed, so time-driven iteration counts would run far
 // longer than the minimum time.
-void idle_args(Benchmark* b) {
-  b->ArgName("compute_us")->Arg(0)->Arg(10)->Arg(100)->Iterations(300)->UseManualTime();
-}
+void idle_args(Benchmark* b) { b->ArgName("compute_us")->Arg(0)->Arg(10)->Arg(100)->Iterations(300)->UseManualTime(); }
 
 // Short names: they appear in benchmark names and reports.
 #if TALLY_BENCH_HAVE_TALLY
@@ -329,11 +325,11 @@ using tally = bench::tally_inline;
 #define TALLY_BENCH_TALLY_KINDS(BM, ARGS)
 #endif
 
-#define TALLY_BENCH_ALL_KINDS(BM, ARGS)                 \
-  TALLY_BENCH_TALLY_KINDS(BM, ARGS)                     \
-  BENCHMARK_TEMPLATE(BM, win_lock)->Apply(ARGS);        \
-  BENCHMARK_TEMPLATE(BM, rma_mcs)->Apply(ARGS);         \
-  BENCHMARK_TEMPLATE(BM, lock_server)->Apply(ARGS);     \
+#define TALLY_BENCH_ALL_KINDS(BM, ARGS)             \
+  TALLY_BENCH_TALLY_KINDS(BM, ARGS)                 \
+  BENCHMARK_TEMPLATE(BM, win_lock)->Apply(ARGS);    \
+  BENCHMARK_TEMPLATE(BM, rma_mcs)->Apply(ARGS);     \
+  BENCHMARK_TEMPLATE(BM, lock_server)->Apply(ARGS); \
   BENCHMARK_TEMPLATE(BM, ricart_agrawala)->Apply(ARGS);
 
 BENCHMARK(BM_Floor)->Apply(plain);

@@ -55,8 +55,8 @@ struct hop_bench {
 };
 
 void report(benchmark::State& st, std::int64_t n) {
-  st.counters["per_entry"] =
-      benchmark::Counter(static_cast<double>(st.iterations() * n), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  st.counters["per_entry"] = benchmark::Counter(static_cast<double>(st.iterations() * n),
+                                                benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 // The whole hop: what --entry-time charges, half at each end.

@@ -41,8 +41,7 @@ void init_world() {
   MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
   MPI_Win win = MPI_WIN_NULL;
   void* base = nullptr;
-  int works = MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, node, &base, &win) ==
-              MPI_SUCCESS;
+  int works = MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, node, &base, &win) == MPI_SUCCESS;
   if (win != MPI_WIN_NULL) MPI_Win_free(&win);
   int all = 0;
   MPI_Allreduce(&works, &all, 1, MPI_INT, MPI_LAND, g_world.comm);
@@ -52,8 +51,7 @@ void init_world() {
   int len = 0;
   char mine[MPI_MAX_PROCESSOR_NAME] = {};
   MPI_Get_processor_name(mine, &len);
-  MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
-                g_world.comm);
+  MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, g_world.comm);
   std::set<std::string> hosts;
   for (int r = 0; r < g_world.size; ++r)
     hosts.emplace(names.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
@@ -181,13 +179,12 @@ measurement::gathered measurement::gather(std::int64_t per_rank_batch) const {
   gathered out;
   if (!stamps) {
     if (w.rank == 0) out.samples.resize(static_cast<std::size_t>(total));
-    MPI_Gatherv(samples_.data(), mine, MPI_DOUBLE, out.samples.data(), counts.data(),
-                displs.data(), MPI_DOUBLE, 0, w.comm);
+    MPI_Gatherv(samples_.data(), mine, MPI_DOUBLE, out.samples.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
+                w.comm);
     return out;
   }
   std::vector<ns_t> all(w.rank == 0 ? static_cast<std::size_t>(total) : 0);
-  MPI_Gatherv(stamps_.data(), mine, MPI_INT64_T, all.data(), counts.data(), displs.data(),
-              MPI_INT64_T, 0, w.comm);
+  MPI_Gatherv(stamps_.data(), mine, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, 0, w.comm);
   if (w.rank != 0) return out;
 
   // Every rank took the same batches of per_rank_batch entries; batch b of rank r
@@ -202,8 +199,7 @@ measurement::gathered measurement::gather(std::int64_t per_rank_batch) const {
       // and take the gaps between consecutive entries anywhere.
       batch.clear();
       for (std::size_t r = 0; r < counts.size(); ++r)
-        for (std::size_t k = 0; k < e; ++k)
-          batch.emplace_back(all[static_cast<std::size_t>(displs[r]) + b * e + k], r);
+        for (std::size_t k = 0; k < e; ++k) batch.emplace_back(all[static_cast<std::size_t>(displs[r]) + b * e + k], r);
       std::sort(batch.begin(), batch.end());
       for (std::size_t k = 1; k < batch.size(); ++k) {
         const auto gap = static_cast<double>(batch[k].first - batch[k - 1].first);
@@ -247,9 +243,7 @@ double measurement::publish(benchmark::State& state, compare_to ref, std::int64_
 
   auto& c = state.counters;
   const auto entries = static_cast<double>(sum[0]);
-  auto per_entry = [&](std::uint64_t v) {
-    return entries > 0 ? static_cast<double>(v) / entries : NAN;
-  };
+  auto per_entry = [&](std::uint64_t v) { return entries > 0 ? static_cast<double>(v) / entries : NAN; };
   auto mean_of = [](std::uint64_t total, std::uint64_t n) {
     return static_cast<double>(total) / static_cast<double>(n);
   };
@@ -291,8 +285,7 @@ double measurement::publish(benchmark::State& state, compare_to ref, std::int64_
       double total = 0;
       for (double h : g.handoffs) total += h;
       std::sort(g.handoffs.begin(), g.handoffs.end());
-      c["handoff_share"] =
-          static_cast<double>(g.handoffs.size()) / static_cast<double>(g.samples.size());
+      c["handoff_share"] = static_cast<double>(g.handoffs.size()) / static_cast<double>(g.samples.size());
       if (!g.handoffs.empty()) {
         const double hmean = total / static_cast<double>(g.handoffs.size());
         c["handoff_ns"] = hmean;

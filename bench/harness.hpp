@@ -44,8 +44,7 @@ void init_world();
 void finalize_world() noexcept;
 
 inline ns_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -123,7 +122,11 @@ floor_value& measured_floor() noexcept;
 double line_floor_ns(int round_trips);
 
 // What the mean of a benchmark is compared with.
-enum class compare_to { nothing, one_way, round_trip };
+enum class compare_to {
+  nothing,
+  one_way,
+  round_trip
+};
 
 // What one invocation of a benchmark measured on this rank, and its publication
 // as user counters (rank 0's are reported).
@@ -138,8 +141,15 @@ class measurement {
   void add_time(ns_t ns) noexcept { time_ns_ += ns; }  // what went to SetIterationTime
   void add_entries(std::uint64_t k) noexcept { entries_ += k; }
   // Extra means, published as <name>_ns when anything was added.
-  enum extra { release, away, extras };  // release_ns, away_ns
-  void add_extra(extra e, ns_t ns) noexcept { extra_ns_[e] += ns; ++extra_n_[e]; }
+  enum extra {
+    release,
+    away,
+    extras
+  };  // release_ns, away_ns
+  void add_extra(extra e, ns_t ns) noexcept {
+    extra_ns_[e] += ns;
+    ++extra_n_[e];
+  }
   void add_sample(double ns) { samples_.push_back(ns); }
   void add_stamp(ns_t t) { stamps_.push_back(t); }
 
@@ -174,8 +184,8 @@ class measurement {
 // rank calls body(k) with the same k (k entries of its own), the batch counts k × n
 // iterations, and its time is the span over all ranks. Returns k.
 template <class Body, class Poll>
-std::int64_t run_all_ranks(benchmark::State& state, measurement& m, std::int64_t max_per_rank,
-                           Body&& body, Poll&& poll) {
+std::int64_t run_all_ranks(benchmark::State& state, measurement& m, std::int64_t max_per_rank, Body&& body,
+                           Poll&& poll) {
   const int n = world().size;
   const std::int64_t per_rank = batch_iterations(state, n, n * max_per_rank) / n;
   while (state.KeepRunningBatch(per_rank * n)) {

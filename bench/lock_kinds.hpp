@@ -113,7 +113,8 @@ bool construct(benchmark::State& state, std::optional<L>& out, MPI_Comm comm, bo
 #if TALLY_BENCH_HAVE_TALLY
   if (std::is_same_v<L, tally_node> && !shared_windows) {
     state.SkipWithError(not_applicable("tally_node needs MPI_Win_allocate_shared, which this "
-                                       "transport's one-sided component cannot make").c_str());
+                                       "transport's one-sided component cannot make")
+                            .c_str());
     return false;
   }
 #else
@@ -124,8 +125,7 @@ bool construct(benchmark::State& state, std::optional<L>& out, MPI_Comm comm, bo
     return true;
 #if TALLY_BENCH_HAVE_TALLY
   } catch (const tally::error& e) {
-    state.SkipWithError(e.code() == tally::errc::thread_level ? not_applicable(e.what()).c_str()
-                                                              : e.what());
+    state.SkipWithError(e.code() == tally::errc::thread_level ? not_applicable(e.what()).c_str() : e.what());
     return false;
 #endif
   } catch (const std::exception& e) {
@@ -134,8 +134,7 @@ bool construct(benchmark::State& state, std::optional<L>& out, MPI_Comm comm, bo
   }
 }
 
-static_assert(lock_kind<win_lock> && lock_kind<rma_mcs> && lock_kind<lock_server> &&
-              lock_kind<ricart_agrawala>);
+static_assert(lock_kind<win_lock> && lock_kind<rma_mcs> && lock_kind<lock_server> && lock_kind<ricart_agrawala>);
 
 // The wire size of tally's token for n ranks and no payload, as the runtime lays
 // it out (core/token_layout.hpp): every token is this long, so BM_Floor, which

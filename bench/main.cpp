@@ -33,7 +33,7 @@ class null_reporter : public benchmark::BenchmarkReporter {
 struct own_flags {
   int thread_level = MPI_THREAD_MULTIPLE;
   std::string poll = "adaptive";  // the library's default
-  long poll_us = -1;  // -1: tally's default
+  long poll_us = -1;              // -1: tally's default
 };
 
 [[noreturn]] void usage(const char* what) {
@@ -52,11 +52,16 @@ own_flags take_own_flags(int& argc, char** argv) {
     };
     if (const char* v = value("--mpi_thread_level=")) {
       const std::string_view s = v;
-      if (s == "single") f.thread_level = MPI_THREAD_SINGLE;
-      else if (s == "funneled") f.thread_level = MPI_THREAD_FUNNELED;
-      else if (s == "serialized") f.thread_level = MPI_THREAD_SERIALIZED;
-      else if (s == "multiple") f.thread_level = MPI_THREAD_MULTIPLE;
-      else usage("--mpi_thread_level must be single, funneled, serialized or multiple");
+      if (s == "single")
+        f.thread_level = MPI_THREAD_SINGLE;
+      else if (s == "funneled")
+        f.thread_level = MPI_THREAD_FUNNELED;
+      else if (s == "serialized")
+        f.thread_level = MPI_THREAD_SERIALIZED;
+      else if (s == "multiple")
+        f.thread_level = MPI_THREAD_MULTIPLE;
+      else
+        usage("--mpi_thread_level must be single, funneled, serialized or multiple");
     } else if (const char* p = value("--tally_poll=")) {
       f.poll = p;
       if (f.poll != "spin" && f.poll != "backoff" && f.poll != "sleep" && f.poll != "adaptive")
@@ -64,8 +69,7 @@ own_flags take_own_flags(int& argc, char** argv) {
     } else if (const char* u = value("--tally_poll_us=")) {
       char* end = nullptr;
       f.poll_us = std::strtol(u, &end, 10);
-      if (*u == '\0' || *end != '\0' || f.poll_us < 0)
-        usage("--tally_poll_us must be an integer >= 0");
+      if (*u == '\0' || *end != '\0' || f.poll_us < 0) usage("--tally_poll_us must be an integer >= 0");
     } else {
       argv[out++] = argv[i];
     }
@@ -103,8 +107,7 @@ void add_context(const own_flags& f, int provided) {
   benchmark::AddCustomContext("mpi_library", version);
   benchmark::AddCustomContext("mpi_ranks", std::to_string(w.size));
   benchmark::AddCustomContext("mpi_nodes", std::to_string(w.nodes));
-  benchmark::AddCustomContext("mpi_thread_level",
-                              provided >= 0 && provided <= 3 ? levels[provided] : "?");
+  benchmark::AddCustomContext("mpi_thread_level", provided >= 0 && provided <= 3 ? levels[provided] : "?");
   // mpirun passes --mca settings to the ranks as OMPI_MCA_* variables.
   benchmark::AddCustomContext("mpi_btl", env_or("OMPI_MCA_btl", "default"));
   benchmark::AddCustomContext("mpi_pml", env_or("OMPI_MCA_pml", "default"));
@@ -141,8 +144,7 @@ int main(int argc, char** argv) {
                                     : flags.poll == "sleep"   ? strategy::sleep
                                     : flags.poll == "backoff" ? strategy::backoff
                                                               : strategy::adaptive;
-  if (flags.poll_us >= 0)
-    bench::tally_thread_polling.interval = std::chrono::microseconds(flags.poll_us);
+  if (flags.poll_us >= 0) bench::tally_thread_polling.interval = std::chrono::microseconds(flags.poll_us);
 #endif
 
   if (!reporter) {

@@ -142,8 +142,7 @@ void BM_AsyncOverlap(benchmark::State& state) {
   state.counters["compute_ns"] = c;
   state.counters["acquire_ns"] = acquire;
   state.counters["total_ns"] = total;
-  state.counters["overlap"] =
-      acquire > 0 ? std::clamp((acquire + c - total) / acquire, 0.0, 1.0) : 0.0;
+  state.counters["overlap"] = acquire > 0 ? std::clamp((acquire + c - total) / acquire, 0.0, 1.0) : 0.0;
   state.counters["ranks"] = world().size;
 }
 

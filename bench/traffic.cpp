@@ -10,8 +10,8 @@ namespace bench::traffic {
 namespace {
 
 struct atomic_counts {
-  std::atomic<std::uint64_t> p2p{0}, p2p_bytes{0}, rma{0}, rma_fetch{0}, rma_bytes{0},
-      rma_sync{0}, local{0}, max_p2p{0};
+  std::atomic<std::uint64_t> p2p{0}, p2p_bytes{0}, rma{0}, rma_fetch{0}, rma_bytes{0}, rma_sync{0}, local{0},
+      max_p2p{0};
 };
 
 atomic_counts g;
@@ -24,13 +24,11 @@ struct send_info {
   MPI_Comm comm;
 };
 
-std::mutex g_mu;  // guards the two maps
+std::mutex g_mu;                                          // guards the two maps
 std::unordered_map<MPI_Request, send_info> g_persistent;  // persistent sends
 std::unordered_map<MPI_Win, int> g_win_rank;              // own rank per window
 
-void add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept {
-  c.fetch_add(v, std::memory_order_relaxed);
-}
+void add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept { c.fetch_add(v, std::memory_order_relaxed); }
 
 std::uint64_t type_bytes(int count, MPI_Datatype type) noexcept {
   if (count <= 0 || type == MPI_DATATYPE_NULL) return 0;
@@ -86,8 +84,7 @@ void on_rma_sync(int target, MPI_Win win) noexcept {
   add(g.rma_sync, 1);
 }
 
-void on_persistent_init(MPI_Request req, int count, MPI_Datatype type, int dest,
-                        MPI_Comm comm) noexcept {
+void on_persistent_init(MPI_Request req, int count, MPI_Datatype type, int dest, MPI_Comm comm) noexcept {
   std::lock_guard<std::mutex> lk(g_mu);
   g_persistent[req] = send_info{count, type, dest, comm};
 }
@@ -106,14 +103,13 @@ void on_start(MPI_Request req) noexcept {
 }  // namespace
 
 counts counts::operator-(const counts& o) const noexcept {
-  return {p2p - o.p2p,           p2p_bytes - o.p2p_bytes, rma - o.rma,
-          rma_fetch - o.rma_fetch, rma_bytes - o.rma_bytes, rma_sync - o.rma_sync,
-          local - o.local};
+  return {p2p - o.p2p,           p2p_bytes - o.p2p_bytes, rma - o.rma, rma_fetch - o.rma_fetch, rma_bytes - o.rma_bytes,
+          rma_sync - o.rma_sync, local - o.local};
 }
 
 counts snapshot() noexcept {
   const auto r = std::memory_order_relaxed;
-  return {g.p2p.load(r),       g.p2p_bytes.load(r), g.rma.load(r), g.rma_fetch.load(r),
+  return {g.p2p.load(r),       g.p2p_bytes.load(r), g.rma.load(r),  g.rma_fetch.load(r),
           g.rma_bytes.load(r), g.rma_sync.load(r),  g.local.load(r)};
 }
 
@@ -151,60 +147,50 @@ int MPI_Bsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, 
   on_send(count, type, dest, comm);
   return PMPI_Bsend(buf, count, type, dest, tag, comm);
 }
-int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-              MPI_Request* req) {
+int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
   on_send(count, type, dest, comm);
   return PMPI_Isend(buf, count, type, dest, tag, comm, req);
 }
-int MPI_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-               MPI_Request* req) {
+int MPI_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
   on_send(count, type, dest, comm);
   return PMPI_Issend(buf, count, type, dest, tag, comm, req);
 }
-int MPI_Irsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-               MPI_Request* req) {
+int MPI_Irsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
   on_send(count, type, dest, comm);
   return PMPI_Irsend(buf, count, type, dest, tag, comm, req);
 }
-int MPI_Ibsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-               MPI_Request* req) {
+int MPI_Ibsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
   on_send(count, type, dest, comm);
   return PMPI_Ibsend(buf, count, type, dest, tag, comm, req);
 }
-int MPI_Sendrecv(const void* sbuf, int scount, MPI_Datatype stype, int dest, int stag, void* rbuf,
-                 int rcount, MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
-                 MPI_Status* status) {
+int MPI_Sendrecv(const void* sbuf, int scount, MPI_Datatype stype, int dest, int stag, void* rbuf, int rcount,
+                 MPI_Datatype rtype, int source, int rtag, MPI_Comm comm, MPI_Status* status) {
   on_send(scount, stype, dest, comm);
-  return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm,
-                       status);
+  return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status);
 }
-int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int stag, int source,
-                         int rtag, MPI_Comm comm, MPI_Status* status) {
+int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int stag, int source, int rtag,
+                         MPI_Comm comm, MPI_Status* status) {
   on_send(count, type, dest, comm);
   return PMPI_Sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, status);
 }
 
 // Persistent sends count once per MPI_Start.
-int MPI_Send_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-                  MPI_Request* req) {
+int MPI_Send_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
   const int rc = PMPI_Send_init(buf, count, type, dest, tag, comm, req);
   if (rc == MPI_SUCCESS) on_persistent_init(*req, count, type, dest, comm);
   return rc;
 }
-int MPI_Ssend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-                   MPI_Request* req) {
+int MPI_Ssend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
   const int rc = PMPI_Ssend_init(buf, count, type, dest, tag, comm, req);
   if (rc == MPI_SUCCESS) on_persistent_init(*req, count, type, dest, comm);
   return rc;
 }
-int MPI_Rsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-                   MPI_Request* req) {
+int MPI_Rsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
   const int rc = PMPI_Rsend_init(buf, count, type, dest, tag, comm, req);
   if (rc == MPI_SUCCESS) on_persistent_init(*req, count, type, dest, comm);
   return rc;
 }
-int MPI_Bsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-                   MPI_Request* req) {
+int MPI_Bsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
   const int rc = PMPI_Bsend_init(buf, count, type, dest, tag, comm, req);
   if (rc == MPI_SUCCESS) on_persistent_init(*req, count, type, dest, comm);
   return rc;
@@ -226,60 +212,57 @@ int MPI_Request_free(MPI_Request* req) {
 }
 
 // --- one-sided ----------------------------------------------------------------------
-int MPI_Put(const void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp,
-            int tcount, MPI_Datatype ttype, MPI_Win win) {
+int MPI_Put(const void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp, int tcount,
+            MPI_Datatype ttype, MPI_Win win) {
   on_rma(target, win, type_bytes(ocount, otype), false);
   return PMPI_Put(origin, ocount, otype, target, disp, tcount, ttype, win);
 }
-int MPI_Rput(const void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp,
-             int tcount, MPI_Datatype ttype, MPI_Win win, MPI_Request* req) {
+int MPI_Rput(const void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp, int tcount,
+             MPI_Datatype ttype, MPI_Win win, MPI_Request* req) {
   on_rma(target, win, type_bytes(ocount, otype), false);
   return PMPI_Rput(origin, ocount, otype, target, disp, tcount, ttype, win, req);
 }
-int MPI_Get(void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp, int tcount,
-            MPI_Datatype ttype, MPI_Win win) {
+int MPI_Get(void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp, int tcount, MPI_Datatype ttype,
+            MPI_Win win) {
   on_rma(target, win, type_bytes(ocount, otype), true);
   return PMPI_Get(origin, ocount, otype, target, disp, tcount, ttype, win);
 }
-int MPI_Rget(void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp, int tcount,
-             MPI_Datatype ttype, MPI_Win win, MPI_Request* req) {
+int MPI_Rget(void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp, int tcount, MPI_Datatype ttype,
+             MPI_Win win, MPI_Request* req) {
   on_rma(target, win, type_bytes(ocount, otype), true);
   return PMPI_Rget(origin, ocount, otype, target, disp, tcount, ttype, win, req);
 }
-int MPI_Accumulate(const void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp,
-                   int tcount, MPI_Datatype ttype, MPI_Op op, MPI_Win win) {
+int MPI_Accumulate(const void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp, int tcount,
+                   MPI_Datatype ttype, MPI_Op op, MPI_Win win) {
   on_rma(target, win, type_bytes(ocount, otype), false);
   return PMPI_Accumulate(origin, ocount, otype, target, disp, tcount, ttype, op, win);
 }
-int MPI_Raccumulate(const void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp,
-                    int tcount, MPI_Datatype ttype, MPI_Op op, MPI_Win win, MPI_Request* req) {
+int MPI_Raccumulate(const void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp, int tcount,
+                    MPI_Datatype ttype, MPI_Op op, MPI_Win win, MPI_Request* req) {
   on_rma(target, win, type_bytes(ocount, otype), false);
   return PMPI_Raccumulate(origin, ocount, otype, target, disp, tcount, ttype, op, win, req);
 }
-int MPI_Get_accumulate(const void* origin, int ocount, MPI_Datatype otype, void* result,
-                       int rcount, MPI_Datatype rtype, int target, MPI_Aint disp, int tcount,
-                       MPI_Datatype ttype, MPI_Op op, MPI_Win win) {
+int MPI_Get_accumulate(const void* origin, int ocount, MPI_Datatype otype, void* result, int rcount, MPI_Datatype rtype,
+                       int target, MPI_Aint disp, int tcount, MPI_Datatype ttype, MPI_Op op, MPI_Win win) {
   const std::uint64_t out = op == MPI_NO_OP ? 0 : type_bytes(ocount, otype);
   on_rma(target, win, out + type_bytes(rcount, rtype), true);
-  return PMPI_Get_accumulate(origin, ocount, otype, result, rcount, rtype, target, disp, tcount,
-                             ttype, op, win);
+  return PMPI_Get_accumulate(origin, ocount, otype, result, rcount, rtype, target, disp, tcount, ttype, op, win);
 }
-int MPI_Rget_accumulate(const void* origin, int ocount, MPI_Datatype otype, void* result,
-                        int rcount, MPI_Datatype rtype, int target, MPI_Aint disp, int tcount,
-                        MPI_Datatype ttype, MPI_Op op, MPI_Win win, MPI_Request* req) {
+int MPI_Rget_accumulate(const void* origin, int ocount, MPI_Datatype otype, void* result, int rcount,
+                        MPI_Datatype rtype, int target, MPI_Aint disp, int tcount, MPI_Datatype ttype, MPI_Op op,
+                        MPI_Win win, MPI_Request* req) {
   const std::uint64_t out = op == MPI_NO_OP ? 0 : type_bytes(ocount, otype);
   on_rma(target, win, out + type_bytes(rcount, rtype), true);
-  return PMPI_Rget_accumulate(origin, ocount, otype, result, rcount, rtype, target, disp, tcount,
-                              ttype, op, win, req);
+  return PMPI_Rget_accumulate(origin, ocount, otype, result, rcount, rtype, target, disp, tcount, ttype, op, win, req);
 }
-int MPI_Fetch_and_op(const void* origin, void* result, MPI_Datatype type, int target,
-                     MPI_Aint disp, MPI_Op op, MPI_Win win) {
+int MPI_Fetch_and_op(const void* origin, void* result, MPI_Datatype type, int target, MPI_Aint disp, MPI_Op op,
+                     MPI_Win win) {
   const std::uint64_t one = type_bytes(1, type);
   on_rma(target, win, op == MPI_NO_OP ? one : 2 * one, true);
   return PMPI_Fetch_and_op(origin, result, type, target, disp, op, win);
 }
-int MPI_Compare_and_swap(const void* origin, const void* compare, void* result, MPI_Datatype type,
-                         int target, MPI_Aint disp, MPI_Win win) {
+int MPI_Compare_and_swap(const void* origin, const void* compare, void* result, MPI_Datatype type, int target,
+                         MPI_Aint disp, MPI_Win win) {
   on_rma(target, win, 3 * type_bytes(1, type), true);
   return PMPI_Compare_and_swap(origin, compare, result, type, target, disp, win);
 }

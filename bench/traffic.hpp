@@ -28,13 +28,13 @@
 namespace bench::traffic {
 
 struct counts {
-  std::uint64_t p2p = 0;        // point-to-point sends to another rank
+  std::uint64_t p2p = 0;  // point-to-point sends to another rank
   std::uint64_t p2p_bytes = 0;
   std::uint64_t rma = 0;        // RMA operations on another rank
   std::uint64_t rma_fetch = 0;  //   of which return data (a round trip)
   std::uint64_t rma_bytes = 0;
-  std::uint64_t rma_sync = 0;   // MPI_Win_lock/MPI_Win_unlock of another rank
-  std::uint64_t local = 0;      // sends and RMA operations addressed to oneself
+  std::uint64_t rma_sync = 0;  // MPI_Win_lock/MPI_Win_unlock of another rank
+  std::uint64_t local = 0;     // sends and RMA operations addressed to oneself
 
   std::uint64_t messages() const noexcept { return p2p + rma + rma_sync; }
   std::uint64_t bytes() const noexcept { return p2p_bytes + rma_bytes; }

@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
     if (provided < MPI_THREAD_MULTIPLE) {
       // No progress thread: test() in a compute loop is the portable way.
       tally::lock_request r = m.lock_async();
-      while (!r.test()) { /* compute */ }
+      while (!r.test()) { /* compute */
+      }
       ++shared_updates;
       m.unlock();
     } else {

@@ -6,13 +6,13 @@
 #include <stdio.h>
 #include <tally/tally.h>
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    int rc_ = (call);                                                            \
-    if (rc_ != TALLY_SUCCESS) {                                                  \
+#define CHECK(call)                                                                     \
+  do {                                                                                  \
+    int rc_ = (call);                                                                   \
+    if (rc_ != TALLY_SUCCESS) {                                                         \
       fprintf(stderr, "%s: %s (%s)\n", #call, tally_strerror(rc_), tally_last_error()); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                              \
-    }                                                                            \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                     \
+    }                                                                                   \
   } while (0)
 
 int main(int argc, char **argv) {
@@ -37,8 +37,8 @@ int main(int argc, char **argv) {
   }
   tally_stats s;
   CHECK(tally_mutex_get_stats(m, &s));
-  printf("rank %d: %llu entries, %llu without messages\n", rank,
-         (unsigned long long)s.acquisitions, (unsigned long long)s.local_acquisitions);
+  printf("rank %d: %llu entries, %llu without messages\n", rank, (unsigned long long)s.acquisitions,
+         (unsigned long long)s.local_acquisitions);
   CHECK(tally_mutex_free(&m));
   MPI_Finalize();
   return 0;

@@ -25,8 +25,7 @@ int main(int argc, char** argv) {
       std::fclose(f);
     }
     const tally::stats s = m.stats();
-    std::printf("rank %d: %llu entries, %llu without messages\n", rank,
-                static_cast<unsigned long long>(s.acquisitions),
+    std::printf("rank %d: %llu entries, %llu without messages\n", rank, static_cast<unsigned long long>(s.acquisitions),
                 static_cast<unsigned long long>(s.local_acquisitions));
   } catch (const std::exception& e) {  // tally::error carries a clear message
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());

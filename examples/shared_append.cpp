@@ -16,16 +16,14 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_File fh;
   MPI_File_delete(path, MPI_INFO_NULL);  // ignore failure: it may not exist
-  if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh) !=
-      MPI_SUCCESS) {
+  if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS) {
     std::fprintf(stderr, "cannot open %s\n", path);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   {
     tally::guarded<std::uint64_t> next(MPI_COMM_WORLD);  // offset 0 at rank 0
     const double t0 = MPI_Wtime();
-    for (std::uint32_t i = 0; i < per_rank; ++i)
-      tally::example::append(next, fh, tally::example::make_record(rank, i));
+    for (std::uint32_t i = 0; i < per_rank; ++i) tally::example::append(next, fh, tally::example::make_record(rank, i));
     const double dt = MPI_Wtime() - t0;
     if (rank == 0) std::printf("rank 0: %u appends in %.3f s\n", per_rank, dt);
   }  // collective free; every offset reservation is done

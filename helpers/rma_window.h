@@ -66,8 +66,8 @@ static inline int rma_window_probe(MPI_Comm comm, int* works) {
   MPI_Comm_size(comm, &n);
   rma_window w = {MPI_WIN_NULL, NULL, 0};
   *works = 0;
-  int rc = MPI_Win_allocate((MPI_Aint)(3 * n * (int)sizeof(int)), (int)sizeof(int), MPI_INFO_NULL, comm, &w.base,
-                            &w.win);
+  int rc =
+      MPI_Win_allocate((MPI_Aint)(3 * n * (int)sizeof(int)), (int)sizeof(int), MPI_INFO_NULL, comm, &w.base, &w.win);
   if (rc != MPI_SUCCESS) return rc;
   rc = rma_window_reaches_targets(&w, comm, works);
   MPI_Win_free(&w.win);
@@ -105,15 +105,13 @@ static inline int rma_window_free(rma_window* w) {
  * MPI_Win_create window by active messages, and a blocking MPI_Win_flush busy-polls,
  * so with more ranks than cores a flushing rank would keep the target off the core
  * for a whole time slice per operation. */
-static inline int64_t rma_window_apply(MPI_Win win, int target, MPI_Aint disp, int64_t operand,
-                                       MPI_Op op) {
+static inline int64_t rma_window_apply(MPI_Win win, int target, MPI_Aint disp, int64_t operand, MPI_Op op) {
   int64_t old = 0;
   MPI_Request req = MPI_REQUEST_NULL;
   if (op == MPI_NO_OP) /* a plain get costs less than an accumulate in some MPIs' RMA over TCP */
     MPI_Rget(&old, 1, MPI_INT64_T, target, disp, 1, MPI_INT64_T, win, &req);
   else
-    MPI_Rget_accumulate(&operand, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, target, disp, 1, MPI_INT64_T, op,
-                        win, &req);
+    MPI_Rget_accumulate(&operand, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, target, disp, 1, MPI_INT64_T, op, win, &req);
   int done = 0;
   for (unsigned spin = 0; !done; ++spin) {
     MPI_Test(&req, &done, MPI_STATUS_IGNORE);

@@ -39,8 +39,7 @@ inline std::uint64_t checksum(const std::byte* p, std::size_t n) {
 }
 
 // A deterministic variable-size record: 1 to max_body (> 0) body bytes.
-inline std::vector<std::byte> make_record(int rank, std::uint32_t sequence,
-                                          std::uint32_t max_body = 4000) {
+inline std::vector<std::byte> make_record(int rank, std::uint32_t sequence, std::uint32_t max_body = 4000) {
   std::uint64_t x = (static_cast<std::uint64_t>(rank) << 32 | sequence) * 0x9e3779b97f4a7c15ull + 1;
   const std::uint32_t length = 1 + static_cast<std::uint32_t>((x >> 40) % max_body);
   std::vector<std::byte> rec(sizeof(record_header) + length);
@@ -48,24 +47,22 @@ inline std::vector<std::byte> make_record(int rank, std::uint32_t sequence,
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     rec[sizeof(record_header) + i] = static_cast<std::byte>(x);
   }
-  const record_header h{record_magic, rank, sequence, length,
-                        checksum(rec.data() + sizeof(record_header), length)};
+  const record_header h{record_magic, rank, sequence, length, checksum(rec.data() + sizeof(record_header), length)};
   std::memcpy(rec.data(), &h, sizeof h);
   return rec;
 }
 
 // Appends rec at the next free offset; returns the offset it was written at.
-inline std::uint64_t append(tally::guarded<std::uint64_t>& next, MPI_File fh,
-                            const std::vector<std::byte>& rec) {
+inline std::uint64_t append(tally::guarded<std::uint64_t>& next, MPI_File fh, const std::vector<std::byte>& rec) {
   std::uint64_t at = 0;
   {
     auto g = next.lock();  // the offset arrives with the token
     at = *g;
-    *g += rec.size();      // and leaves with it
+    *g += rec.size();  // and leaves with it
   }
   MPI_Status st;
-  if (MPI_File_write_at(fh, static_cast<MPI_Offset>(at), rec.data(), static_cast<int>(rec.size()),
-                        MPI_BYTE, &st) != MPI_SUCCESS)
+  if (MPI_File_write_at(fh, static_cast<MPI_Offset>(at), rec.data(), static_cast<int>(rec.size()), MPI_BYTE, &st) !=
+      MPI_SUCCESS)
     throw std::runtime_error("MPI_File_write_at failed");
   return at;
 }
@@ -74,8 +71,7 @@ inline std::uint64_t append(tally::guarded<std::uint64_t>& next, MPI_File fh,
 // records, `expected_per_rank` from each of `ranks` ranks with sequences 0..k-1
 // each appearing once; else a description of the first problem.
 inline std::string verify(const std::vector<std::byte>& file, int ranks, std::uint32_t expected_per_rank) {
-  std::vector<std::vector<bool>> seen(static_cast<std::size_t>(ranks),
-                                      std::vector<bool>(expected_per_rank, false));
+  std::vector<std::vector<bool>> seen(static_cast<std::size_t>(ranks), std::vector<bool>(expected_per_rank, false));
   std::size_t at = 0;
   std::uint64_t records = 0;
   while (at < file.size()) {

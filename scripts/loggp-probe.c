@@ -16,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { REPS = 31, POSTS = 64 };
+enum {
+  REPS = 31,
+  POSTS = 64
+};
 
 static int by_value(const void* a, const void* b) {
   const double x = *(const double*)a, y = *(const double*)b;

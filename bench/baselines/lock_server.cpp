@@ -31,8 +31,7 @@ void lock_server::teardown() {
 }
 
 void lock_server::post_recv() {
-  check(MPI_Irecv(nullptr, 0, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &recv_),
-        "MPI_Irecv(lock_server)");
+  check(MPI_Irecv(nullptr, 0, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &recv_), "MPI_Irecv(lock_server)");
 }
 
 void lock_server::grant(int to) {
@@ -87,8 +86,7 @@ void lock_server::lock() {
     return;
   }
   check(MPI_Send(nullptr, 0, MPI_BYTE, server, tag_request, comm_.get()), "MPI_Send(REQUEST)");
-  check(MPI_Recv(nullptr, 0, MPI_BYTE, server, tag_grant, comm_.get(), MPI_STATUS_IGNORE),
-        "MPI_Recv(GRANT)");
+  check(MPI_Recv(nullptr, 0, MPI_BYTE, server, tag_grant, comm_.get(), MPI_STATUS_IGNORE), "MPI_Recv(GRANT)");
 }
 
 void lock_server::unlock() {

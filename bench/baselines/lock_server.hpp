@@ -36,7 +36,11 @@ class lock_server {
   void poll();
 
  private:
-  enum tag : int { tag_request = 1, tag_grant = 2, tag_release = 3 };
+  enum tag : int {
+    tag_request = 1,
+    tag_grant = 2,
+    tag_release = 3
+  };
   static constexpr int server = 0;
   static constexpr int nobody = -1;
 

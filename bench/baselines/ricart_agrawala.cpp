@@ -30,10 +30,10 @@ void ricart_agrawala::teardown() {
     poll();
     check(MPI_Test(&bar, &done, MPI_STATUS_IGNORE), "MPI_Test(ricart_agrawala)");
   }
-  check(MPI_Waitall(static_cast<int>(request_sends_.size()), request_sends_.data(),
-                    MPI_STATUSES_IGNORE), "MPI_Waitall(REQUEST)");
-  check(MPI_Waitall(static_cast<int>(reply_sends_.size()), reply_sends_.data(),
-                    MPI_STATUSES_IGNORE), "MPI_Waitall(REPLY)");
+  check(MPI_Waitall(static_cast<int>(request_sends_.size()), request_sends_.data(), MPI_STATUSES_IGNORE),
+        "MPI_Waitall(REQUEST)");
+  check(MPI_Waitall(static_cast<int>(reply_sends_.size()), reply_sends_.data(), MPI_STATUSES_IGNORE),
+        "MPI_Waitall(REPLY)");
   check(MPI_Cancel(&recv_), "MPI_Cancel(ricart_agrawala)");
   check(MPI_Wait(&recv_, MPI_STATUS_IGNORE), "MPI_Wait(ricart_agrawala)");
 }

@@ -35,7 +35,10 @@ class ricart_agrawala {
   void poll();
 
  private:
-  enum tag : int { tag_request = 1, tag_reply = 2 };
+  enum tag : int {
+    tag_request = 1,
+    tag_reply = 2
+  };
 
   void teardown();
   void post_recv();
@@ -43,7 +46,7 @@ class ricart_agrawala {
 
   comm_dup comm_;
   tally::protocol::ricart_agrawala ra_;
-  std::uint64_t my_stamp_ = 0;    // what the outstanding REQUEST sends read
+  std::uint64_t my_stamp_ = 0;  // what the outstanding REQUEST sends read
   std::uint64_t recv_buf_ = 0;
   MPI_Request recv_ = MPI_REQUEST_NULL;
   std::vector<std::int32_t> owed_;          // REPLYs to send at unlock

@@ -55,12 +55,10 @@ void rma_mcs::lock() {
   store(blocked, 1);
   check(MPI_Win_sync(win_), "MPI_Win_sync");
   int pred = nil;
-  check(MPI_Fetch_and_op(&me, &pred, MPI_INT, home, tail, MPI_REPLACE, win_),
-        "MPI_Fetch_and_op(tail)");
+  check(MPI_Fetch_and_op(&me, &pred, MPI_INT, home, tail, MPI_REPLACE, win_), "MPI_Fetch_and_op(tail)");
   check(MPI_Win_flush(home, win_), "MPI_Win_flush(tail)");
   if (pred == nil) return;
-  check(MPI_Accumulate(&me, 1, MPI_INT, pred, next, 1, MPI_INT, MPI_REPLACE, win_),
-        "MPI_Accumulate(pred.next)");
+  check(MPI_Accumulate(&me, 1, MPI_INT, pred, next, 1, MPI_INT, MPI_REPLACE, win_), "MPI_Accumulate(pred.next)");
   check(MPI_Win_flush(pred, win_), "MPI_Win_flush(pred)");
   wait_while(blocked, 1);
 }
@@ -71,10 +69,9 @@ void rma_mcs::unlock() {
   if (succ == nil) {
     const int none = nil;
     int cur = nil;
-    check(MPI_Compare_and_swap(&none, &me, &cur, MPI_INT, home, tail, win_),
-          "MPI_Compare_and_swap(tail)");
+    check(MPI_Compare_and_swap(&none, &me, &cur, MPI_INT, home, tail, win_), "MPI_Compare_and_swap(tail)");
     check(MPI_Win_flush(home, win_), "MPI_Win_flush(tail)");
-    if (cur == me) return;       // nobody queued behind us
+    if (cur == me) return;         // nobody queued behind us
     succ = wait_while(next, nil);  // a successor swapped the tail; wait for its link
   }
   const int zero = 0;

@@ -45,7 +45,11 @@ class rma_mcs {
   void poll() { kick_progress(comm_.get()); }
 
  private:
-  enum slot : int { next = 0, blocked = 1, tail = 2 };
+  enum slot : int {
+    next = 0,
+    blocked = 1,
+    tail = 2
+  };
   static constexpr int home = 0;  // holds the tail
   static constexpr int nil = -1;
 

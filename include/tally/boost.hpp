@@ -37,9 +37,11 @@
 
 namespace tally {
 
+// clang-format off
 template <class T>
   requires(!std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T>)
 class guarded<T> {
+  // clang-format on
   using buffer = boost::mpi::packed_oarchive::buffer_type;
   static constexpr std::size_t header = sizeof(std::uint64_t);  // the packed length
 
@@ -47,8 +49,7 @@ class guarded<T> {
   class guard {
    public:
     guard(guard&& o) noexcept
-        : owner_(std::exchange(o.owner_, nullptr)), value_(std::move(o.value_)),
-          unwinding_(o.unwinding_) {}
+        : owner_(std::exchange(o.owner_, nullptr)), value_(std::move(o.value_)), unwinding_(o.unwinding_) {}
     guard& operator=(guard&&) = delete;
     guard(const guard&) = delete;
     // Packs the value and unlocks; see the header comment for a value too large.
@@ -100,12 +101,13 @@ class guarded<T> {
   // take (capacity + 8 <= max_payload_bytes). An initial value over the capacity
   // is refused on every rank with errc::arg; other errors as for tally::mutex.
   guarded(MPI_Comm comm, const T& initial, std::size_t capacity, options opts = {})
-      : comm_(comm, boost::mpi::comm_attach), capacity_(capacity),
-        m_(make(comm, initial, capacity, opts)) {}
+      : comm_(comm, boost::mpi::comm_attach), capacity_(capacity), m_(make(comm, initial, capacity, opts)) {}
+  // clang-format off
   template <class Communicator>
     requires(!std::same_as<Communicator, MPI_Comm> &&
              std::is_convertible_v<const Communicator&, MPI_Comm>)
   guarded(const Communicator& comm, const T& initial, std::size_t capacity, options opts = {})
+      // clang-format on
       : guarded(static_cast<MPI_Comm>(comm), initial, capacity, opts) {}
 
   // Blocks until this thread holds the critical section; the guard holds the value.
@@ -127,7 +129,9 @@ class guarded<T> {
   // The most bytes the packed value may take, as given at creation.
   std::size_t capacity() const noexcept { return capacity_; }
   // The underlying mutex: poll(), stats(), free(), rank(), size().
+  // clang-format off
   class mutex& mutex() noexcept { return m_; }
+  // clang-format on
 
  private:
   // The mutex, its payload holding `initial`; a refusal on every rank if it does

@@ -10,12 +10,12 @@
 #include <stdint.h>
 
 #define TALLY_SUCCESS 0
-#define TALLY_ERR_ARG 1          /* null/invalid argument, communicator, rank, size or option */
-#define TALLY_ERR_NOT_OWNER 2    /* unlock or payload access without holding the critical section */
-#define TALLY_ERR_DEADLOCK 3     /* lock, trylock or timedlock while already holding it */
-#define TALLY_ERR_THREAD_LEVEL 4 /* TALLY_PROGRESS_THREAD without MPI_THREAD_MULTIPLE */
-#define TALLY_ERR_MPI 5          /* an MPI call failed; the message carries MPI's error string */
-#define TALLY_ERR_STATE 6        /* not valid now: use after free, after MPI_Finalize, ... */
+#define TALLY_ERR_ARG 1                /* null/invalid argument, communicator, rank, size or option */
+#define TALLY_ERR_NOT_OWNER 2          /* unlock or payload access without holding the critical section */
+#define TALLY_ERR_DEADLOCK 3           /* lock, trylock or timedlock while already holding it */
+#define TALLY_ERR_THREAD_LEVEL 4       /* TALLY_PROGRESS_THREAD without MPI_THREAD_MULTIPLE */
+#define TALLY_ERR_MPI 5                /* an MPI call failed; the message carries MPI's error string */
+#define TALLY_ERR_STATE 6              /* not valid now: use after free, after MPI_Finalize, ... */
 #define TALLY_ERR_LAST TALLY_ERR_STATE /* the highest code */
 
 /* Largest payload (bytes of application state carried in the token): 1 MiB. */
@@ -29,7 +29,7 @@ typedef struct {
   uint64_t requests_received;  /* REQUEST messages received, stale ones included */
   uint64_t tokens_sent;
   uint64_t tokens_received;
-  uint64_t broadcasts;         /* REQUEST broadcasts started */
+  uint64_t broadcasts; /* REQUEST broadcasts started */
   /* Topology TALLY_TOPOLOGY_NODE only (zero otherwise); REQUESTs and tokens above then
    * count the level between nodes. */
   uint64_t local_handoffs_sent;     /* entries this rank granted to a rank of its node */

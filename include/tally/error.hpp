@@ -23,8 +23,7 @@ enum class errc : int {
   state = TALLY_ERR_STATE,                // not valid now (use after free, after MPI_Finalize, ...)
 };
 inline constexpr errc last_errc = errc::state;
-static_assert(static_cast<int>(last_errc) == TALLY_ERR_LAST,
-              "every TALLY_ERR_* code needs its tally::errc");
+static_assert(static_cast<int>(last_errc) == TALLY_ERR_LAST, "every TALLY_ERR_* code needs its tally::errc");
 
 // Short, stable description of a code ("invalid argument", ...). Never null; an
 // unknown code gives "unknown tally error code".

@@ -32,9 +32,11 @@ class guarded {
                 "tally::boost");
 };
 
+// clang-format off
 template <class T>
   requires std::is_trivially_copyable_v<T>
 class guarded<T> {
+  // clang-format on
  public:
   // Access to the value while this thread holds the critical section. Moving a
   // guard transfers the critical section; destroying it writes the value back and
@@ -74,10 +76,12 @@ class guarded<T> {
   // ask for it. Errors as for tally::mutex.
   explicit guarded(MPI_Comm comm, const T& initial = T{}, options opts = {})
       : m_(comm, with_payload(opts), std::as_bytes(std::span<const T, 1>(&initial, 1))) {}
+  // clang-format off
   template <class Communicator>
     requires(!std::same_as<Communicator, MPI_Comm> &&
              std::is_convertible_v<const Communicator&, MPI_Comm>)
   explicit guarded(const Communicator& comm, const T& initial = T{}, options opts = {})
+      // clang-format on
       : guarded(static_cast<MPI_Comm>(comm), initial, opts) {}
 
   // Blocks until this thread holds the critical section; the guard holds the value.
@@ -97,7 +101,9 @@ class guarded<T> {
   }
 
   // The underlying mutex: poll(), stats(), free(), rank(), size().
+  // clang-format off
   class mutex& mutex() noexcept { return m_; }
+  // clang-format on
 
  private:
   // The guard of the critical section just entered. If it cannot be built (T's

@@ -79,23 +79,26 @@ class TALLY_API payload_view {
   // The bytes themselves, checked now; valid until this critical section ends.
   std::span<std::byte> bytes() const;
 
+  // clang-format off
   template <class T>
     requires std::is_trivially_copyable_v<T>
   T load(std::size_t offset = 0) const {
+    // clang-format on
     T v;
     read(offset, std::as_writable_bytes(std::span<T, 1>(&v, 1)));
     return v;
   }
+  // clang-format off
   template <class T>
     requires std::is_trivially_copyable_v<T>
   void store(const T& v, std::size_t offset = 0) const {
+    // clang-format on
     write(offset, std::as_bytes(std::span<const T, 1>(&v, 1)));
   }
 
  private:
   friend class mutex;
-  payload_view(detail::engine* e, std::uint64_t entry, std::size_t size)
-      : engine_(e), entry_(entry), size_(size) {}
+  payload_view(detail::engine* e, std::uint64_t entry, std::size_t size) : engine_(e), entry_(entry), size_(size) {}
   detail::engine* engine_;
   std::uint64_t entry_;
   std::size_t size_;
@@ -172,10 +175,12 @@ class TALLY_API mutex {
 
   // Collective construction from any communicator object convertible to MPI_Comm,
   // such as boost::mpi::communicator.
+  // clang-format off
   template <class Communicator>
     requires(!std::same_as<Communicator, MPI_Comm> &&
              std::is_convertible_v<const Communicator&, MPI_Comm>)
   explicit mutex(const Communicator& comm, const options& opts = {})
+      // clang-format on
       : mutex(static_cast<MPI_Comm>(comm), opts) {}
 
   // Collective: calls free() if it has not been called; never throws (a failure is

@@ -55,16 +55,16 @@ typedef enum {
 } tally_topology;
 
 typedef struct {
-  int initial_owner;          /* rank holding the token at creation; default 0 */
-  tally_progress progress;    /* default TALLY_PROGRESS_AUTO */
-  tally_poll poll;            /* default TALLY_POLL_ADAPTIVE */
-  unsigned poll_interval_us;  /* longest wait between polls; default 1000, at most 1000000 */
-  const char *name;           /* name in diagnostics (copied); NULL: "mutex #k" */
-  double wait_warning_s;      /* diagnostic after this long waiting; 0 off; < 0 (the
-                                 default): $TALLY_WAIT_WARNING, else 30 s */
-  tally_topology topology;    /* default TALLY_TOPOLOGY_AUTO */
-  unsigned pass_bound;        /* NODE: local passes in a row while another node
-                                 waits, >= 1; default 16 */
+  int initial_owner;         /* rank holding the token at creation; default 0 */
+  tally_progress progress;   /* default TALLY_PROGRESS_AUTO */
+  tally_poll poll;           /* default TALLY_POLL_ADAPTIVE */
+  unsigned poll_interval_us; /* longest wait between polls; default 1000, at most 1000000 */
+  const char *name;          /* name in diagnostics (copied); NULL: "mutex #k" */
+  double wait_warning_s;     /* diagnostic after this long waiting; 0 off; < 0 (the
+                                default): $TALLY_WAIT_WARNING, else 30 s */
+  tally_topology topology;   /* default TALLY_TOPOLOGY_AUTO */
+  unsigned pass_bound;       /* NODE: local passes in a row while another node
+                                waits, >= 1; default 16 */
 } tally_options;
 
 /* Sets *opts to the defaults: owner 0, automatic progress, adaptive polling up to
@@ -76,8 +76,7 @@ TALLY_API int tally_mutex_create(MPI_Comm comm, const tally_options *opts, tally
 
 /* As tally_mutex_create, with `bytes` of application state carried in the token
  * (equal on all ranks, at most TALLY_MAX_PAYLOAD_BYTES, else TALLY_ERR_ARG everywhere). */
-TALLY_API int tally_mutex_create_payload(MPI_Comm comm, const tally_options *opts, size_t bytes,
-                               tally_mutex *out);
+TALLY_API int tally_mutex_create_payload(MPI_Comm comm, const tally_options *opts, size_t bytes, tally_mutex *out);
 
 /* Blocks until this rank is in the critical section. */
 TALLY_API int tally_mutex_lock(tally_mutex m);

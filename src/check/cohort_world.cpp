@@ -11,14 +11,12 @@ namespace tally::check {
 namespace {
 
 verdict refused(const char* what, rank_t at, protocol::status st) {
-  return verdict::refuse(std::string(what) + " at rank " + std::to_string(at.value()) + ": " +
-                         protocol::describe(st));
+  return verdict::refuse(std::string(what) + " at rank " + std::to_string(at.value()) + ": " + protocol::describe(st));
 }
 
 }  // namespace
 
-cohort_world::cohort_world(std::vector<std::int32_t> sizes, std::int32_t owner_node,
-                           std::uint32_t pass_bound) {
+cohort_world::cohort_world(std::vector<std::int32_t> sizes, std::int32_t owner_node, std::uint32_t pass_bound) {
   auto sh = std::make_shared<shape>();
   shape_ = sh;
   sh->sizes = std::move(sizes);
@@ -141,8 +139,8 @@ verdict cohort_world::deliver(rank_t requester, std::int32_t to, std::optional<s
     return m.requester == requester && m.to == to && (!seq || m.seq == *seq);
   });
   if (it == pending_.end())
-    return verdict::refuse("no pending REQUEST of rank " + std::to_string(requester.value()) +
-                           " to node " + std::to_string(to) +
+    return verdict::refuse("no pending REQUEST of rank " + std::to_string(requester.value()) + " to node " +
+                           std::to_string(to) +
                            (seq ? " with sequence " + std::to_string(seq->value()) : std::string()));
   const node_request m = *it;
   const protocol::cohort_step s = node(to).on_request(0, m.requester, m.seq, m.copy);
@@ -179,7 +177,6 @@ bool cohort_world::quiescent() const noexcept {
   }
   return true;
 }
-
 
 namespace {
 // Packs values four to a word, 16 bits each; a value of 0xffff or more takes an

@@ -63,7 +63,11 @@ class cohort_world {
   }
   // A view of node k (valid until this world changes or moves).
   protocol::cohort node(std::int32_t k) const;
-  enum class phase : std::uint8_t { idle, waiting, in_cs };
+  enum class phase : std::uint8_t {
+    idle,
+    waiting,
+    in_cs
+  };
   phase phase_of(rank_t r) const;
   const std::vector<node_request>& pending() const noexcept { return pending_; }
   bool token_in_flight() const noexcept { return flight_.has_value(); }
@@ -104,9 +108,9 @@ class cohort_world {
     rank_t to;
     std::vector<protocol::ln_t> ln;  // the sender's (as the receiver decoded it)
     std::vector<rank_t> queue;
-    std::uint64_t hop = 0;           // the trail
+    std::uint64_t hop = 0;  // the trail
     std::array<std::int32_t, protocol::node_token::route> route{};
-    std::int32_t form = 0;           // the body sent (protocol::node_token_form)
+    std::int32_t form = 0;  // the body sent (protocol::node_token_form)
   };
   std::uint8_t* block(std::int32_t k) const {
     return reinterpret_cast<std::uint8_t*>(mem_.data()) + shape_->stride * static_cast<std::size_t>(k);

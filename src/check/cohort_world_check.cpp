@@ -100,7 +100,7 @@ std::optional<std::string> cohort_world::violation() const {
     }
   }
   if (in_cs > 1) return report{}(in_cs, " ranks are in the critical section");  // C1
-  if (holders + (flight_ ? 1 : 0) != 1)                                           // C2
+  if (holders + (flight_ ? 1 : 0) != 1)                                         // C2
     return report{}("token count is ", holders + (flight_ ? 1 : 0), ", expected 1");
   if (streak_ > shape_->bound)
     return report{}("the world counted ", streak_, " local passes in a row, B = ", shape_->bound);
@@ -123,16 +123,19 @@ std::optional<std::string> cohort_world::violation() const {
     // Requesting: RN = LN + 1. Neither requesting nor holding: RN = LN. Holding: the
     // request it holds the token for (if any) is served at release.
     const bool served = protocol::low32(own) == ln[j];
-    const bool ok = cj.requesting() ? protocol::fresh(own, ln[j])
+    const bool ok = cj.requesting()    ? protocol::fresh(own, ln[j])
                     : cj.holds_token() ? (served || protocol::fresh(own, ln[j]))
                                        : served;
     if (!ok)
-      return report{}("node ", j, (cj.requesting() ? " requests" : cj.holds_token() ? " holds the token" : " is idle"),
+      return report{}("node ", j,
+                      (cj.requesting()    ? " requests"
+                       : cj.holds_token() ? " holds the token"
+                                          : " is idle"),
                       " but RN_", j, "[", j, "] = ", own.value(), ", LN[", j, "] = ", ln[j]);
   }
   // C7 the token's queue; C8 the token in flight.
-  const std::int32_t tq_len = flight_ ? static_cast<std::int32_t>(flight_->queue.size())
-                                      : node(holder).state().h->tq_len;
+  const std::int32_t tq_len =
+      flight_ ? static_cast<std::int32_t>(flight_->queue.size()) : node(holder).state().h->tq_len;
   std::vector<int> queued(static_cast<std::size_t>(K), 0);
   for (std::int32_t q = 0; q < tq_len; ++q) {
     const std::int32_t r = flight_ ? flight_->queue[static_cast<std::size_t>(q)].value() : node(holder).state().tq[q];

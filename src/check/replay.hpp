@@ -63,7 +63,11 @@ namespace tally::check::replay {
 
 inline constexpr std::int32_t max_ranks = 4096;
 
-enum class outcome : int { pass = 0, failed = 1, rejected = 2 };
+enum class outcome : int {
+  pass = 0,
+  failed = 1,
+  rejected = 2
+};
 
 // One statement of a trace, after parsing. Rank ids are range-checked against N.
 struct statement {

@@ -81,8 +81,7 @@ std::optional<std::string> check(const cohort_world& w, const statement& st) {
                       h ? "it on node " + std::to_string(*h) : "it in flight");
     }
     case op::inflight: {
-      const std::optional<std::int32_t> got =
-          w.token_in_flight() ? std::optional(w.flight_to().value()) : std::nullopt;
+      const std::optional<std::int32_t> got = w.token_in_flight() ? std::optional(w.flight_to().value()) : std::nullopt;
       if (got == st.a) return std::nullopt;
       return mismatch(st.a ? "the token in flight to rank " + std::to_string(*st.a) : "no token in flight",
                       got ? "it in flight to rank " + std::to_string(*got) : "none in flight");
@@ -145,7 +144,8 @@ std::string describe(const cohort_world& w) {
   for (std::size_t j = 0; j < ln.size(); ++j) os << (j ? " " : "") << ln[j];
   os << "], Q = " << join(queue) << "\n  pending:";
   if (w.pending().empty()) os << " none";
-  for (const node_request& m : w.pending()) os << " " << m.requester.value() << "->node" << m.to << "#" << m.seq.value();
+  for (const node_request& m : w.pending())
+    os << " " << m.requester.value() << "->node" << m.to << "#" << m.seq.value();
   os << "\n  messages sent: " << w.messages() << "\n";
   return os.str();
 }
@@ -154,16 +154,15 @@ std::string describe(const cohort_world& w) {
 
 report execute_two_level(const script& s) {
   cohort_world w(s.node_sizes, s.owner, s.pass_bound);
-  return run_statements(s, w, take, check, [](const cohort_world& x) { return describe(x); },
-                        [](const cohort_world& before, const cohort_world& now,
-                           const std::string& text) -> std::optional<std::string> {
-                          if (auto bad = now.violation()) return "invariant broken after `" + text + "`: " + *bad;
-                          if (auto bad = now.regression_from(before))
-                            return "monotonicity broken by `" + text + "`: " + *bad;
-                          if (auto bad = now.counter_mismatch())
-                            return "counters disagree with the network after `" + text + "`: " + *bad;
-                          return std::nullopt;
-                        });
+  return run_statements(
+      s, w, take, check, [](const cohort_world& x) { return describe(x); },
+      [](const cohort_world& before, const cohort_world& now, const std::string& text) -> std::optional<std::string> {
+        if (auto bad = now.violation()) return "invariant broken after `" + text + "`: " + *bad;
+        if (auto bad = now.regression_from(before)) return "monotonicity broken by `" + text + "`: " + *bad;
+        if (auto bad = now.counter_mismatch())
+          return "counters disagree with the network after `" + text + "`: " + *bad;
+        return std::nullopt;
+      });
 }
 
 }  // namespace tally::check::replay

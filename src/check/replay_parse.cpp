@@ -52,8 +52,7 @@ class cursor {
   std::int32_t rank(const char* what = "a rank id") {
     const std::uint64_t v = number(what);
     if (v >= static_cast<std::uint64_t>(ranks_))
-      throw syntax_error{"rank " + std::to_string(v) + " out of range [0, " +
-                         std::to_string(ranks_) + ")"};
+      throw syntax_error{"rank " + std::to_string(v) + " out of range [0, " + std::to_string(ranks_) + ")"};
     return static_cast<std::int32_t>(v);
   }
   // A node id of a two-level trace.
@@ -134,8 +133,7 @@ void parse_cohort_header(cursor& c, script& s) {
 void parse_header(cursor& c, script& s) {
   const std::uint64_t n = c.number("the rank count");
   if (n < 1 || n > static_cast<std::uint64_t>(max_ranks))
-    throw syntax_error{"rank count " + std::to_string(n) + " outside [1, " +
-                       std::to_string(max_ranks) + "]"};
+    throw syntax_error{"rank count " + std::to_string(n) + " outside [1, " + std::to_string(max_ranks) + "]"};
   s.ranks = static_cast<std::int32_t>(n);
   c.set_ranks(s.ranks);
   if (!c.done()) {
@@ -164,8 +162,7 @@ statement parse_expect(cursor& c, bool two_level) {
   };
   const std::string_view what = c.word("what to expect");
   statement st;
-  const auto* it = std::find_if(std::begin(names), std::end(names),
-                                [&](const auto& e) { return e.first == what; });
+  const auto* it = std::find_if(std::begin(names), std::end(names), [&](const auto& e) { return e.first == what; });
   if (it == std::end(names)) throw syntax_error{"unknown expectation '" + std::string(what) + "'"};
   st.what = it->second;
   const bool flat_only = st.what == op::withdrawn;

@@ -32,17 +32,14 @@ std::string where(const world& w) {
   return "lost";
 }
 
-std::string mode_of(const protocol::peer& nd) {
-  return to_string(nd.mode()) + (nd.withdrawn() ? " (withdrawn)" : "");
-}
+std::string mode_of(const protocol::peer& nd) { return to_string(nd.mode()) + (nd.withdrawn() ? " (withdrawn)" : ""); }
 
 verdict take(world& w, const statement& st) {
   switch (st.what) {
     case op::request: return w.request(rank_t(*st.a));
     case op::withdraw: return w.withdraw(rank_t(*st.a));
     case op::deliver:
-      return w.deliver(rank_t(*st.a), rank_t(*st.b),
-                       st.value ? std::optional<seq_t>(seq_t(*st.value)) : std::nullopt);
+      return w.deliver(rank_t(*st.a), rank_t(*st.b), st.value ? std::optional<seq_t>(seq_t(*st.value)) : std::nullopt);
     case op::token: return w.deliver_token();
     case op::exit: return w.exit(rank_t(*st.a));
     default: return verdict::refuse("not a step");
@@ -60,9 +57,8 @@ std::optional<std::string> check(const world& w, const statement& st) {
       const auto h = w.holder();
       const std::optional<std::int32_t> got = h ? std::optional(h->value()) : std::nullopt;
       if (got == st.a) return std::nullopt;
-      return mismatch(
-          st.a ? "the token held by rank " + std::to_string(*st.a) : "the token in flight",
-          "it " + where(w));
+      return mismatch(st.a ? "the token held by rank " + std::to_string(*st.a) : "the token in flight",
+                      "it " + where(w));
     }
     case op::incs:
     case op::idle:
@@ -71,8 +67,7 @@ std::optional<std::string> check(const world& w, const statement& st) {
                                   : st.what == op::idle ? protocol::mode::idle
                                                         : protocol::mode::requesting;
       if (peer(*st.a).mode() == want) return std::nullopt;
-      return mismatch("rank " + std::to_string(*st.a) + " " + to_string(want),
-                      mode_of(peer(*st.a)));
+      return mismatch("rank " + std::to_string(*st.a) + " " + to_string(want), mode_of(peer(*st.a)));
     }
     case op::withdrawn:
       if (peer(*st.a).withdrawn()) return std::nullopt;
@@ -80,15 +75,13 @@ std::optional<std::string> check(const world& w, const statement& st) {
     case op::rn: {
       const std::uint64_t got = peer(*st.a).rn(rank_t(*st.b)).value();
       if (got == *st.value) return std::nullopt;
-      return mismatch("RN_" + std::to_string(*st.a) + "[" + std::to_string(*st.b) +
-                          "] = " + std::to_string(*st.value),
+      return mismatch("RN_" + std::to_string(*st.a) + "[" + std::to_string(*st.b) + "] = " + std::to_string(*st.value),
                       std::to_string(got));
     }
     case op::ln: {
       const std::uint64_t got = w.token().ln[static_cast<std::size_t>(*st.a)];
       if (got == *st.value) return std::nullopt;
-      return mismatch("LN[" + std::to_string(*st.a) + "] = " + std::to_string(*st.value),
-                      std::to_string(got));
+      return mismatch("LN[" + std::to_string(*st.a) + "] = " + std::to_string(*st.value), std::to_string(got));
     }
     case op::queue: {
       const std::string got = list_of(w.token().queue, id_of);
@@ -100,15 +93,14 @@ std::optional<std::string> check(const world& w, const statement& st) {
       const auto& f = w.flight();
       const std::optional<std::int32_t> got = f ? std::optional(f->to.value()) : std::nullopt;
       if (got == st.a) return std::nullopt;
-      return mismatch(
-          st.a ? "the token in flight to rank " + std::to_string(*st.a) : "no token in flight",
-          "it " + where(w));
+      return mismatch(st.a ? "the token in flight to rank " + std::to_string(*st.a) : "no token in flight",
+                      "it " + where(w));
     }
     case op::pending: {
       const std::size_t got = w.pending_count(rank_t(*st.a), rank_t(*st.b));
       if (got == *st.value) return std::nullopt;
-      return mismatch(std::to_string(*st.value) + " pending REQUEST(s) from rank " +
-                          std::to_string(*st.a) + " to rank " + std::to_string(*st.b),
+      return mismatch(std::to_string(*st.value) + " pending REQUEST(s) from rank " + std::to_string(*st.a) +
+                          " to rank " + std::to_string(*st.b),
                       std::to_string(got));
     }
     case op::messages:
@@ -123,13 +115,13 @@ std::optional<std::string> check(const world& w, const statement& st) {
 report execute(const script& s) {
   if (s.two_level()) return execute_two_level(s);
   world w(s.ranks, rank_t(s.owner));
-  return run_statements(s, w, take, check, [](const world& x) { return describe(x); },
-                        [](const world& before, const world& now, const std::string& text) -> std::optional<std::string> {
-                          if (auto bad = now.violation()) return "invariant broken after `" + text + "`: " + *bad;
-                          if (auto bad = now.regression_from(before))
-                            return "monotonicity broken by `" + text + "`: " + *bad;
-                          return std::nullopt;
-                        });
+  return run_statements(
+      s, w, take, check, [](const world& x) { return describe(x); },
+      [](const world& before, const world& now, const std::string& text) -> std::optional<std::string> {
+        if (auto bad = now.violation()) return "invariant broken after `" + text + "`: " + *bad;
+        if (auto bad = now.regression_from(before)) return "monotonicity broken by `" + text + "`: " + *bad;
+        return std::nullopt;
+      });
 }
 
 report run_file(const std::string& path) {
@@ -165,17 +157,15 @@ std::string describe(const world& w) {
   std::ostringstream os;
   const protocol::token* t = w.flight() ? &w.flight()->token : nullptr;
   for (const protocol::peer& nd : w.peers()) {
-    os << "  rank " << nd.self().value() << ": " << mode_of(nd)
-       << (nd.holds_token() ? ", holds the token" : "") << ", RN = " << list_of(nd.rn(), number_of)
-       << "\n";
+    os << "  rank " << nd.self().value() << ": " << mode_of(nd) << (nd.holds_token() ? ", holds the token" : "")
+       << ", RN = " << list_of(nd.rn(), number_of) << "\n";
     if (nd.holds_token()) t = nd.held();
   }
   os << "  token: " << where(w);
   if (t) os << ", LN = " << list_of(t->ln, ln_of) << ", Q = " << list_of(t->queue, id_of);
   os << "\n  pending:";
   if (w.pending().empty()) os << " none";
-  for (const request_msg& m : w.pending())
-    os << " " << m.from.value() << "->" << m.to.value() << "#" << m.seq.value();
+  for (const request_msg& m : w.pending()) os << " " << m.from.value() << "->" << m.to.value() << "#" << m.seq.value();
   os << "\n  messages sent: " << w.messages() << "\n";
   return os.str();
 }

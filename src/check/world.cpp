@@ -25,16 +25,14 @@ world::world(std::int32_t n, rank_t owner) {
 }
 
 world world::assemble(std::vector<protocol::peer> peers, std::vector<request_msg> pending,
-                     std::optional<in_flight> flight) {
+                      std::optional<in_flight> flight) {
   const auto n = static_cast<std::int32_t>(peers.size());
   if (n < 1) throw protocol::bad_argument("assemble: need at least 1 rank");
   const auto in_range = [n](rank_t r) { return r.value() >= 0 && r.value() < n; };
   for (std::int32_t i = 0; i < n; ++i)
-    if (peers[static_cast<std::size_t>(i)].self() != rank_t(i) ||
-        peers[static_cast<std::size_t>(i)].size() != n)
-      throw protocol::bad_argument("assemble: peers[" + std::to_string(i) +
-                                 "] is not rank " + std::to_string(i) + " of " +
-                                 std::to_string(n));
+    if (peers[static_cast<std::size_t>(i)].self() != rank_t(i) || peers[static_cast<std::size_t>(i)].size() != n)
+      throw protocol::bad_argument("assemble: peers[" + std::to_string(i) + "] is not rank " + std::to_string(i) +
+                                   " of " + std::to_string(n));
   for (const request_msg& m : pending)
     if (!in_range(m.from) || !in_range(m.to))
       throw protocol::bad_argument("assemble: REQUEST names a rank out of range");
@@ -56,8 +54,7 @@ verdict world::refused(rank_t i, const char* what, protocol::status st) const {
 }
 
 static verdict bad_rank(rank_t i, std::int32_t n) {
-  return verdict::refuse("rank " + std::to_string(i.value()) + " out of range [0, " +
-                         std::to_string(n) + ")");
+  return verdict::refuse("rank " + std::to_string(i.value()) + " out of range [0, " + std::to_string(n) + ")");
 }
 
 void world::carry(protocol::peer& sender, const protocol::step& s) {
@@ -94,9 +91,7 @@ verdict world::withdraw(rank_t i) {
 
 std::size_t world::pending_count(rank_t from, rank_t to) const {
   return static_cast<std::size_t>(std::count_if(pending_.begin(), pending_.end(),
-                                                [&](const request_msg& m) {
-                                                  return m.from == from && m.to == to;
-                                                }));
+                                                [&](const request_msg& m) { return m.from == from && m.to == to; }));
 }
 
 verdict world::deliver(rank_t j, rank_t i, std::optional<seq_t> seq) {
@@ -107,8 +102,8 @@ verdict world::deliver(rank_t j, rank_t i, std::optional<seq_t> seq) {
     return m.from == j && m.to == i && (!seq || m.seq == *seq);
   });
   if (it == pending_.end()) {
-    std::string why = "no pending REQUEST from rank " + std::to_string(j.value()) +
-                      " to rank " + std::to_string(i.value());
+    std::string why =
+        "no pending REQUEST from rank " + std::to_string(j.value()) + " to rank " + std::to_string(i.value());
     if (seq) why += " with sequence " + std::to_string(seq->value());
     return verdict::refuse(why);
   }
@@ -155,14 +150,12 @@ const protocol::token& world::token() const {
 
 bool world::can_progress() const noexcept {
   if (!pending_.empty() || flight_) return true;
-  return std::any_of(peers_.begin(), peers_.end(),
-                     [](const protocol::peer& nd) { return nd.mode() == mode::in_cs; });
+  return std::any_of(peers_.begin(), peers_.end(), [](const protocol::peer& nd) { return nd.mode() == mode::in_cs; });
 }
 
 bool world::quiescent() const noexcept {
   return pending_.empty() && !flight_ &&
-         std::all_of(peers_.begin(), peers_.end(),
-                     [](const protocol::peer& nd) { return nd.mode() == mode::idle; });
+         std::all_of(peers_.begin(), peers_.end(), [](const protocol::peer& nd) { return nd.mode() == mode::idle; });
 }
 
 namespace {
@@ -181,8 +174,8 @@ std::optional<std::string> world::violation() const {
       return report{}("rank ", nd.self().value(), " is withdrawn but not requesting");
   }
   if (owners + (flight_ ? 1 : 0) != 1)
-    return report{}("token count is ", owners + (flight_ ? 1 : 0), " (", owners,
-                    " owners, ", flight_ ? 1 : 0, " in flight), expected 1");
+    return report{}("token count is ", owners + (flight_ ? 1 : 0), " (", owners, " owners, ", flight_ ? 1 : 0,
+                    " in flight), expected 1");
 
   const protocol::token& t = token();
   if (t.ln.size() != n) return report{}("token LN has ", t.ln.size(), " entries for ", n, " ranks");
@@ -192,11 +185,10 @@ std::optional<std::string> world::violation() const {
     const seq_t own = nj.rn(nj.self());
     for (std::size_t i = 0; i < n; ++i)
       if (peers_[i].rn(nj.self()) > own)
-        return report{}("RN_", i, "[", j, "] = ", peers_[i].rn(nj.self()).value(), " exceeds RN_", j,
-                        "[", j, "] = ", own.value());
+        return report{}("RN_", i, "[", j, "] = ", peers_[i].rn(nj.self()).value(), " exceeds RN_", j, "[", j,
+                        "] = ", own.value());
     if (!carried(j)) {  // queued or the token's destination: 0, as on the wire
-      if (t.ln[j] != 0)
-        return report{}("LN[", j, "] = ", t.ln[j], " for a rank the token does not carry it for");
+      if (t.ln[j] != 0) return report{}("LN[", j, "] = ", t.ln[j], " for a rank the token does not carry it for");
       continue;
     }
     const seq_t lnj(t.ln[j]);  // the checks' values stay far below 2^32
@@ -204,11 +196,10 @@ std::optional<std::string> world::violation() const {
       return report{}("LN[", j, "] = ", t.ln[j], " but RN_", j, "[", j, "] = ", own.value(),
                       " (need LN <= RN <= LN + 1)");
     if (nj.mode() == mode::idle && own != lnj)
-      return report{}("idle rank ", j, " has RN_", j, "[", j, "] = ", own.value(), " != LN[", j,
-                      "] = ", t.ln[j]);
+      return report{}("idle rank ", j, " has RN_", j, "[", j, "] = ", own.value(), " != LN[", j, "] = ", t.ln[j]);
     if (nj.mode() == mode::requesting && own != lnj.next())
-      return report{}("requesting rank ", j, " has RN_", j, "[", j, "] = ", own.value(),
-                      " != LN[", j, "] + 1 = ", std::uint64_t{t.ln[j]} + 1);
+      return report{}("requesting rank ", j, " has RN_", j, "[", j, "] = ", own.value(), " != LN[", j,
+                      "] + 1 = ", std::uint64_t{t.ln[j]} + 1);
   }
 
   std::vector<bool> seen(n, false);
@@ -217,19 +208,17 @@ std::optional<std::string> world::violation() const {
     if (q.value() < 0 || q.index() >= n) return report{}("Q holds out-of-range id ", q.value());
     if (seen[q.index()]) return report{}("Q holds rank ", q.value(), " twice");
     seen[q.index()] = true;
-    if (peers_[q.index()].mode() != mode::requesting)
-      return report{}("Q member ", q.value(), " is not requesting");
+    if (peers_[q.index()].mode() != mode::requesting) return report{}("Q member ", q.value(), " is not requesting");
     if (h && *h == q) return report{}("Q member ", q.value(), " is the holder");
-    if (flight_ && flight_->to == q)
-      return report{}("Q member ", q.value(), " is the in-flight destination");
+    if (flight_ && flight_->to == q) return report{}("Q member ", q.value(), " is the in-flight destination");
   }
   if (h && peers_[h->index()].mode() == mode::idle) {
     if (!t.queue.empty()) return report{}("idle holder ", h->value(), " has a non-empty Q");
     // I4 ready holder: an idle holder has handed off every request it knows of.
     for (std::size_t j = 0; j < n; ++j)
       if (protocol::fresh(peers_[h->index()].rn(rank_t(static_cast<std::int32_t>(j))), t.ln[j]))
-        return report{}("idle holder ", h->value(), " keeps the token although RN_", h->value(),
-                        "[", j, "] = LN[", j, "] + 1 = ", std::uint64_t{t.ln[j]} + 1);
+        return report{}("idle holder ", h->value(), " keeps the token although RN_", h->value(), "[", j, "] = LN[", j,
+                        "] + 1 = ", std::uint64_t{t.ln[j]} + 1);
   }
   if (flight_) {
     if (flight_->to.value() < 0 || flight_->to.index() >= n)
@@ -242,11 +231,10 @@ std::optional<std::string> world::violation() const {
     const request_msg& m = pending_[k];
     const seq_t own = peers_[m.from.index()].rn(m.from);
     if (m.seq.value() == 0 || m.seq > own)
-      return report{}("pending REQUEST(", m.from.value(), ", ", m.seq.value(), ") to ",
-                      m.to.value(), " was never issued (sender's RN is ", own.value(), ")");
+      return report{}("pending REQUEST(", m.from.value(), ", ", m.seq.value(), ") to ", m.to.value(),
+                      " was never issued (sender's RN is ", own.value(), ")");
     if (k > 0 && pending_[k - 1] == m)
-      return report{}("pending REQUEST(", m.from.value(), ", ", m.seq.value(), ") to ",
-                      m.to.value(), " is duplicated");
+      return report{}("pending REQUEST(", m.from.value(), ", ", m.seq.value(), ") to ", m.to.value(), " is duplicated");
   }
   // I6 fresh broadcast: a requester's current REQUEST has reached each other
   // rank or is pending to it.
@@ -257,8 +245,8 @@ std::optional<std::string> world::violation() const {
     for (const protocol::peer& nj : peers_)
       if (nj.self() != i && nj.rn(i) != s &&
           !std::binary_search(pending_.begin(), pending_.end(), request_msg{i, nj.self(), s}))
-        return report{}("requesting rank ", i.value(), "'s REQUEST #", s.value(),
-                        " neither reached rank ", nj.self().value(), " nor is pending to it");
+        return report{}("requesting rank ", i.value(), "'s REQUEST #", s.value(), " neither reached rank ",
+                        nj.self().value(), " nor is pending to it");
   }
   return std::nullopt;
 }
@@ -289,8 +277,7 @@ std::optional<std::string> world::regression_from(const world& before) const {
 void world::encode(std::vector<std::uint64_t>& out) const {
   out.clear();
   for (const auto& nd : peers_) {
-    out.push_back(static_cast<std::uint64_t>(nd.mode()) | (nd.withdrawn() ? 4u : 0u) |
-                  (nd.holds_token() ? 8u : 0u));
+    out.push_back(static_cast<std::uint64_t>(nd.mode()) | (nd.withdrawn() ? 4u : 0u) | (nd.holds_token() ? 8u : 0u));
     for (seq_t s : nd.rn()) out.push_back(s.value());
   }
   const protocol::token& t = token();
@@ -299,8 +286,7 @@ void world::encode(std::vector<std::uint64_t>& out) const {
   for (rank_t q : t.queue) out.push_back(static_cast<std::uint64_t>(q.value()));
   out.push_back(flight_ ? static_cast<std::uint64_t>(flight_->to.value()) : ~std::uint64_t{0});
   for (const request_msg& m : pending_) {
-    out.push_back((static_cast<std::uint64_t>(m.from.value()) << 32) |
-                  static_cast<std::uint32_t>(m.to.value()));
+    out.push_back((static_cast<std::uint64_t>(m.from.value()) << 32) | static_cast<std::uint32_t>(m.to.value()));
     out.push_back(m.seq.value());
   }
 }

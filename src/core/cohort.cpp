@@ -120,12 +120,14 @@ void cohort::release(std::int32_t by, cohort_action& act) noexcept {
   cohort_header& h = *v_.h;
   const auto self = static_cast<std::size_t>(shape_.node);
   v_.ln[self] = low32(v_.rn[self]);
-  for (std::int32_t q = 0; q < h.tq_len; ++q) v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 1;
+  for (std::int32_t q = 0; q < h.tq_len; ++q)
+    v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 1;
   find_fresh(v_.rn, v_.ln, static_cast<std::size_t>(shape_.nodes), [&](std::size_t j) {
     if (j != self && !v_.scratch[j]) v_.tq[h.tq_len++] = v_.requester[j];
     return false;
   });
-  for (std::int32_t q = 0; q < h.tq_len; ++q) v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 0;
+  for (std::int32_t q = 0; q < h.tq_len; ++q)
+    v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 0;
   pass_on(by, act);
 }
 
@@ -236,8 +238,7 @@ void cohort::heard_of(std::int32_t j) noexcept {
 }
 
 cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq, std::uint64_t copy) {
-  if (!local(by) || requester.value() < 0 || requester.index() >= node_of_.size())
-    return {status::bad_rank};
+  if (!local(by) || requester.value() < 0 || requester.index() >= node_of_.size()) return {status::bad_rank};
   const std::int32_t j = node_of(requester);
   if (j == shape_.node) return {status::self_request};
   ++v_.ctr[static_cast<std::size_t>(by)].requests_received;

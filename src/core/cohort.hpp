@@ -65,7 +65,7 @@ struct cohort_header {
   std::int32_t tq_len = 0;   // the token's queue length (while held)
   std::uint32_t passes = 0;  // local grants in a row while a remote waiter is known
   std::uint8_t has_token = 0;
-  std::uint8_t requesting = 0;      // a REQUEST of this node is outstanding
+  std::uint8_t requesting = 0;  // a REQUEST of this node is outstanding
   // Held token: some other node is known to wait (1) or not (0); `unsure` from the
   // token's arrival until a local pass needs it (cohort::unlock scans then), so that
   // taking the token in is a plain copy of LN.
@@ -80,31 +80,31 @@ struct cohort_header {
 // that a checker can compare states by their protocol bytes alone (neither changes
 // what any event does).
 struct cohort_layout {
-  std::size_t header = 0, rn = 0, requester = 0, ln = 0, tq = 0, lq = 0, waiting = 0,
-              scratch = 0, hop = 0, route = 0, since = 0, protocol_bytes = 0, order_next = 0, order_prev = 0, counters = 0, bytes = 0;
+  std::size_t header = 0, rn = 0, requester = 0, ln = 0, tq = 0, lq = 0, waiting = 0, scratch = 0, hop = 0, route = 0,
+              since = 0, protocol_bytes = 0, order_next = 0, order_prev = 0, counters = 0, bytes = 0;
   static cohort_layout of(std::int32_t nodes, std::int32_t locals) noexcept;
 };
 
 // Pointers into one node's state (valid in the calling process).
 struct cohort_view {
   cohort_header* h = nullptr;
-  seq_t* rn = nullptr;               // [K] highest request number seen per node
-  std::int32_t* requester = nullptr; // [K] global rank that asked for rn[j]
-  ln_t* ln = nullptr;                // [K] token: last served request per node (ln_t)
-  std::int32_t* tq = nullptr;        // [K] token: FIFO of requesters (global ranks)
-  std::int32_t* lq = nullptr;        // [R] local FIFO ring
-  std::uint8_t* waiting = nullptr;   // [R] 1 iff the local rank is in the local FIFO
-  std::uint8_t* scratch = nullptr;   // [K] all zero between calls
+  seq_t* rn = nullptr;                // [K] highest request number seen per node
+  std::int32_t* requester = nullptr;  // [K] global rank that asked for rn[j]
+  ln_t* ln = nullptr;                 // [K] token: last served request per node (ln_t)
+  std::int32_t* tq = nullptr;         // [K] token: FIFO of requesters (global ranks)
+  std::int32_t* lq = nullptr;         // [R] local FIFO ring
+  std::uint8_t* waiting = nullptr;    // [R] 1 iff the local rank is in the local FIFO
+  std::uint8_t* scratch = nullptr;    // [K] all zero between calls
   // The token's trail (core/token_codec.hpp): while the node holds the token, its
   // moves so far and their senders; otherwise those of the token it last sent, whose
   // LN the node keeps as its copy (ln). since[j]: the move of node j's copy as j's
   // latest REQUEST said (0 until one came: a copy is never older than move 0).
-  std::uint64_t* hop = nullptr;      // [1]
-  std::int32_t* route = nullptr;     // [node_token::route]
-  std::uint64_t* since = nullptr;    // [K]
+  std::uint64_t* hop = nullptr;        // [1]
+  std::int32_t* route = nullptr;       // [node_token::route]
+  std::uint64_t* since = nullptr;      // [K]
   std::int32_t* order_next = nullptr;  // [K] the broadcast order, a circular list through
   std::int32_t* order_prev = nullptr;  // [K] this node's own entry: next of it is first
-  counters* ctr = nullptr;           // [R] per local rank
+  counters* ctr = nullptr;             // [R] per local rank
 
   // The view of a block laid out by `layout` starting at `base` (8-byte aligned).
   static cohort_view at(void* base, const cohort_layout& layout) noexcept;
@@ -113,12 +113,12 @@ struct cohort_view {
 // Inline: the model check makes a view per step and per check.
 inline cohort_view cohort_view::at(void* base, const cohort_layout& l) noexcept {
   std::byte* const b = static_cast<std::byte*>(base);
-  return {reinterpret_cast<cohort_header*>(b + l.header),   reinterpret_cast<seq_t*>(b + l.rn),
-          reinterpret_cast<std::int32_t*>(b + l.requester), reinterpret_cast<ln_t*>(b + l.ln),
-          reinterpret_cast<std::int32_t*>(b + l.tq),        reinterpret_cast<std::int32_t*>(b + l.lq),
-          reinterpret_cast<std::uint8_t*>(b + l.waiting),   reinterpret_cast<std::uint8_t*>(b + l.scratch),
-          reinterpret_cast<std::uint64_t*>(b + l.hop),      reinterpret_cast<std::int32_t*>(b + l.route),
-          reinterpret_cast<std::uint64_t*>(b + l.since),    reinterpret_cast<std::int32_t*>(b + l.order_next),
+  return {reinterpret_cast<cohort_header*>(b + l.header),    reinterpret_cast<seq_t*>(b + l.rn),
+          reinterpret_cast<std::int32_t*>(b + l.requester),  reinterpret_cast<ln_t*>(b + l.ln),
+          reinterpret_cast<std::int32_t*>(b + l.tq),         reinterpret_cast<std::int32_t*>(b + l.lq),
+          reinterpret_cast<std::uint8_t*>(b + l.waiting),    reinterpret_cast<std::uint8_t*>(b + l.scratch),
+          reinterpret_cast<std::uint64_t*>(b + l.hop),       reinterpret_cast<std::int32_t*>(b + l.route),
+          reinterpret_cast<std::uint64_t*>(b + l.since),     reinterpret_cast<std::int32_t*>(b + l.order_next),
           reinterpret_cast<std::int32_t*>(b + l.order_prev), reinterpret_cast<counters*>(b + l.counters)};
 }
 
@@ -129,7 +129,7 @@ struct cohort_action {
   bool broadcast = false;   // send REQUEST(seq, requester, copy) to the other K-1
   seq_t seq{};              // nodes, in the order of cohort::broadcast_order()
   rank_t requester{-1};
-  std::uint64_t copy = 0;   // the move this node's LN copy is from (state().hop)
+  std::uint64_t copy = 0;  // the move this node's LN copy is from (state().hop)
 };
 
 struct cohort_step {

@@ -47,9 +47,7 @@ const char* describe(status s) noexcept {
 }
 
 bool token::well_formed(std::int32_t n, rank_t owner) const {
-  if (n < 1 || ln.size() != static_cast<std::size_t>(n) ||
-      queue.size() >= static_cast<std::size_t>(n))
-    return false;
+  if (n < 1 || ln.size() != static_cast<std::size_t>(n) || queue.size() >= static_cast<std::size_t>(n)) return false;
   for (rank_t r : queue)
     if (r.value() < 0 || r.value() >= n || r == owner) return false;
   // Distinct: pairwise for short queues (no allocation on the handoff path).
@@ -67,10 +65,8 @@ bool token::well_formed(std::int32_t n, rank_t owner) const {
   return true;
 }
 
-peer::peer(rank_t self, std::int32_t n, rank_t initial_owner)
-    : self_(self), n_(n) {
-  if (n < 1)
-    throw bad_argument("peer count must be at least 1, got " + std::to_string(n));
+peer::peer(rank_t self, std::int32_t n, rank_t initial_owner) : self_(self), n_(n) {
+  if (n < 1) throw bad_argument("peer count must be at least 1, got " + std::to_string(n));
   if (!in_range(self) || !in_range(initial_owner))
     throw bad_argument("rank " + std::to_string(in_range(self) ? initial_owner.value() : self.value()) +
                        " out of range for " + std::to_string(n) + " peers");
@@ -202,9 +198,8 @@ std::optional<token> peer::take_token() {
 }
 
 bool operator==(const peer& a, const peer& b) {
-  return a.self_ == b.self_ && a.n_ == b.n_ && a.mode_ == b.mode_ &&
-         a.withdrawn_ == b.withdrawn_ && a.rn_ == b.rn_ && a.held_ == b.held_ &&
-         a.outbox_ == b.outbox_;
+  return a.self_ == b.self_ && a.n_ == b.n_ && a.mode_ == b.mode_ && a.withdrawn_ == b.withdrawn_ && a.rn_ == b.rn_ &&
+         a.held_ == b.held_ && a.outbox_ == b.outbox_;
 }
 
 }  // namespace tally::protocol

@@ -110,7 +110,11 @@ bool find_fresh(const seq_t* rn, const ln_t* ln, std::size_t n, F&& f) {
   return false;
 }
 
-enum class mode : std::uint8_t { idle, requesting, in_cs };
+enum class mode : std::uint8_t {
+  idle,
+  requesting,
+  in_cs
+};
 
 // Outcome of a call. Everything but ok means the call changed nothing.
 enum class status : std::uint8_t {

@@ -73,13 +73,14 @@ std::size_t encode_parts(const token_frame& f, std::span<const ln_t> ln, std::si
 
 std::size_t encode_token(const token_frame& f, std::span<const ln_t> ln, std::span<const std::int32_t> queue,
                          std::size_t to, std::span<const std::byte> payload, std::span<std::byte> buf) noexcept {
-  return encode_parts(f, ln, queue.size(), [&](std::size_t k) { return queue[k]; }, to, payload, buf.data());
+  return encode_parts(
+      f, ln, queue.size(), [&](std::size_t k) { return queue[k]; }, to, payload, buf.data());
 }
 
 std::size_t encode_token(const token_frame& f, const token& t, std::size_t to, std::span<const std::byte> payload,
                          std::span<std::byte> buf) noexcept {
-  return encode_parts(f, t.ln, t.queue.size(), [&](std::size_t k) { return t.queue[k].value(); }, to, payload,
-                      buf.data());
+  return encode_parts(
+      f, t.ln, t.queue.size(), [&](std::size_t k) { return t.queue[k].value(); }, to, payload, buf.data());
 }
 
 bool decode_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, std::span<ln_t> ln,
@@ -166,11 +167,12 @@ std::size_t encode_node_token(const token_frame& f, std::span<const ln_t> ln, st
   for (std::size_t i = 0; delta && i < trail.hop - since; ++i) {
     const std::int32_t j = trail.route[i];
     delta = j >= 0;
-    if (delta && static_cast<std::size_t>(j) != to && std::find(pairs.begin(), pairs.begin() + d, j) == pairs.begin() + d)
+    if (delta && static_cast<std::size_t>(j) != to &&
+        std::find(pairs.begin(), pairs.begin() + d, j) == pairs.begin() + d)
       pairs[d++] = j;
   }
-  delta = delta && (form == token_form::delta ||
-                    node_layout::delta_bytes(queue.size(), d, payload.size()) <= node_layout::full_bytes(f.n, payload.size()));
+  delta = delta && (form == token_form::delta || node_layout::delta_bytes(queue.size(), d, payload.size()) <=
+                                                     node_layout::full_bytes(f.n, payload.size()));
   std::byte* p = buf.data();
   if (!delta) {
     p += put_trail(trail, node_layout::full, p);
@@ -197,8 +199,8 @@ std::int32_t node_token_form(std::span<const std::byte> buf) noexcept {
   return buf.size() < node_layout::trail_bytes ? node_layout::full : get_le<std::int32_t>(buf.data() + form_offset);
 }
 
-bool decode_node_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self,
-                       std::uint64_t copy_hop, std::span<ln_t> ln, std::vector<rank_t>& queue, std::uint64_t& hop,
+bool decode_node_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, std::uint64_t copy_hop,
+                       std::span<ln_t> ln, std::vector<rank_t>& queue, std::uint64_t& hop,
                        std::span<std::int32_t> route, std::span<std::byte> payload, std::span<std::uint8_t> marks) {
   const std::size_t n = f.n;
   const auto malformed = [&] {

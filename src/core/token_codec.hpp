@@ -81,16 +81,19 @@ struct token_trail {
 // queued and d pairs); `delta`: wherever it is exact (the model check and tests use
 // it, so that small shapes take the delta's path); `full`: never a delta.
 // $TALLY_NODE_TOKEN in the runtime, --node-token in tally-sim: these names.
-enum class token_form : std::uint8_t { shorter, delta, full };
+enum class token_form : std::uint8_t {
+  shorter,
+  delta,
+  full
+};
 std::optional<token_form> parse_token_form(std::string_view name) noexcept;
 const char* name_of(token_form f) noexcept;
 
 // Writes the node token for the receiver with LN index `to`, whose LN copy is from
 // move `since` or later (what its REQUEST said; 0 is always safe): a delta when the
-// route reaches back to `since` and `form` allows it, else the full body. `ln` is the sender's LN as the core keeps it (0 where
-// queued and at `to`); buf holds node_token::bytes(f.n, payload.size()). The trail
-// must hold hop >= 1 and a route as the core keeps it (not checked). Returns the
-// message's length.
+// route reaches back to `since` and `form` allows it, else the full body. `ln` is the sender's LN as the core keeps it
+// (0 where queued and at `to`); buf holds node_token::bytes(f.n, payload.size()). The trail must hold hop >= 1 and a
+// route as the core keeps it (not checked). Returns the message's length.
 std::size_t encode_node_token(const token_frame& f, std::span<const ln_t> ln, std::span<const std::int32_t> queue,
                               std::size_t to, token_trail trail, std::uint64_t since,
                               std::span<const std::byte> payload, std::span<std::byte> buf,
@@ -108,8 +111,8 @@ std::int32_t node_token_form(std::span<const std::byte> buf) noexcept;
 // a delta from after `copy_hop` or older than the route, one that does not carry
 // exactly the route's senders since then (but `self`), or a queue as decode_token
 // rejects it. `ln` is unspecified then. marks: f.n bytes, zero on entry and return.
-bool decode_node_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self,
-                       std::uint64_t copy_hop, std::span<ln_t> ln, std::vector<rank_t>& queue, std::uint64_t& hop,
+bool decode_node_token(std::span<const std::byte> buf, const token_frame& f, std::size_t self, std::uint64_t copy_hop,
+                       std::span<ln_t> ln, std::vector<rank_t>& queue, std::uint64_t& hop,
                        std::span<std::int32_t> route, std::span<std::byte> payload, std::span<std::uint8_t> marks);
 
 }  // namespace tally::protocol

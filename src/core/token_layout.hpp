@@ -27,7 +27,7 @@
 namespace tally::protocol {
 
 struct token_layout {
-  static constexpr std::size_t unit = 4;  // every token is a whole number of these
+  static constexpr std::size_t unit = 4;   // every token is a whole number of these
   static constexpr std::int32_t end = -1;  // a link to no entry: the queue ends there
 
   static constexpr std::size_t padded(std::size_t payload) noexcept { return (payload + unit - 1) / unit * unit; }
@@ -51,8 +51,8 @@ struct token_layout {
 // The delta is sent when the route reaches back to the receiver's copy and (by
 // default: protocol::token_form) it is no longer than the full body.
 struct node_token {
-  static constexpr std::size_t route = 16;   // moves the trail remembers
-  static constexpr std::int32_t full = -1;   // the form word of a full body
+  static constexpr std::size_t route = 16;  // moves the trail remembers
+  static constexpr std::int32_t full = -1;  // the form word of a full body
   static constexpr std::size_t trail_words = 3 + route;
   static constexpr std::size_t trail_bytes = token_layout::unit * trail_words;
   static constexpr std::size_t body_offset = trail_bytes;

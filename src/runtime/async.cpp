@@ -61,11 +61,11 @@ std::shared_ptr<acquisition> engine::lock_async() {
   guard lk(mu_);
   settle_fast_locked();
   require_live();
-  if (slot_.owned_by(me))
-    fail(errc::deadlock, "lock_async: calling thread already holds the critical section");
+  if (slot_.owned_by(me)) fail(errc::deadlock, "lock_async: calling thread already holds the critical section");
   if (async_)
-    fail(errc::deadlock, "lock_async: an asynchronous acquisition of this mutex is already "
-                         "outstanding on this rank; wait for it or cancel it first");
+    fail(errc::deadlock,
+         "lock_async: an asynchronous acquisition of this mutex is already "
+         "outstanding on this rank; wait for it or cancel it first");
   async_ = std::make_shared<acquisition>(weak_from_this(), me);
   std::shared_ptr<acquisition> a = async_;
   if (!slot_.taken()) async_start_locked();
@@ -175,9 +175,10 @@ void engine::async_abandon(acquisition& a) noexcept {
       if (a.owner == std::this_thread::get_id()) {
         unlock();
       } else {
-        warn("rank %d: a lock_request of %s was destroyed by another thread "
-                             "than its owner after it had been acquired; the lock stays held\n",
-                     rank_, opts_.name.c_str());
+        warn(
+            "rank %d: a lock_request of %s was destroyed by another thread "
+            "than its owner after it had been acquired; the lock stays held\n",
+            rank_, opts_.name.c_str());
       }
       return;
     }
@@ -195,9 +196,10 @@ MPI_Request engine::async_mpi_request(const std::shared_ptr<acquisition>& a) {
   if (a->greq_freed) fail(errc::state, "mpi_request: its MPI request was completed and freed already");
   if (a->greq != MPI_REQUEST_NULL) return a->greq;
   if (opts_.progress != progress_mode::thread)
-    fail(errc::state, "mpi_request: MPI cannot complete the request by itself; it needs the "
-                      "mutex's progress thread (progress_mode::thread, or automatic with "
-                      "MPI_THREAD_MULTIPLE)");
+    fail(errc::state,
+         "mpi_request: MPI cannot complete the request by itself; it needs the "
+         "mutex's progress thread (progress_mode::thread, or automatic with "
+         "MPI_THREAD_MULTIPLE)");
   auto* g = new greq_state{a};
   const int rc = MPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &a->greq);
   if (rc != MPI_SUCCESS) {

@@ -180,8 +180,7 @@ void tally_options_init(tally_options* opts) {
 
 namespace {
 
-int create(const char* api, MPI_Comm comm, const tally_options* opts, size_t bytes,
-           tally_mutex* out) {
+int create(const char* api, MPI_Comm comm, const tally_options* opts, size_t bytes, tally_mutex* out) {
   if (out) *out = nullptr;
   tally::options o = to_options(opts);
   o.payload_bytes = bytes;
@@ -204,8 +203,7 @@ int create(const char* api, MPI_Comm comm, const tally_options* opts, size_t byt
 
 }  // namespace
 
-int tally_mutex_create_payload(MPI_Comm comm, const tally_options* opts, size_t bytes,
-                               tally_mutex* out) {
+int tally_mutex_create_payload(MPI_Comm comm, const tally_options* opts, size_t bytes, tally_mutex* out) {
   return create(__func__, comm, opts, bytes, out);
 }
 
@@ -230,9 +228,8 @@ int tally_mutex_timedlock(tally_mutex m, double timeout_seconds, int* acquired) 
     return fail(TALLY_ERR_ARG, __func__, "timeout must be >= 0 seconds");
   // Beyond ~30 years a timeout is indistinguishable from none; clamp to avoid overflow.
   const double secs = std::fmin(timeout_seconds, 1e9);
-  return with(__func__, m, [&](tally::mutex& x) {
-    *acquired = x.try_lock_for(std::chrono::duration<double>(secs)) ? 1 : 0;
-  });
+  return with(__func__, m,
+              [&](tally::mutex& x) { *acquired = x.try_lock_for(std::chrono::duration<double>(secs)) ? 1 : 0; });
 }
 
 int tally_mutex_unlock(tally_mutex m) {

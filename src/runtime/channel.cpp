@@ -298,7 +298,7 @@ progress_thread::found channel::step() noexcept {
   }
   if (any) return progress_thread::found::busy;
   return listeners_.load(std::memory_order_relaxed) > 0 ? progress_thread::found::watching
-                                                         : progress_thread::found::idle;
+                                                        : progress_thread::found::idle;
 }
 
 void channel::listen(bool on) noexcept {

@@ -183,10 +183,10 @@ class channel {
   std::unordered_map<std::uint32_t, member> members_ TALLY_GUARDED_BY(mu_);
   std::set<std::uint32_t> free_below_ TALLY_GUARDED_BY(mu_);  // free ids below next_
   std::uint32_t next_ TALLY_GUARDED_BY(mu_) = 0;              // every id >= next_ is free
-  std::string broken_ TALLY_GUARDED_BY(mu_);  // an MPI failure of the shared receives
+  std::string broken_ TALLY_GUARDED_BY(mu_);                  // an MPI failure of the shared receives
   std::atomic<int> listeners_{0};
   std::atomic<std::uint64_t> last_collect_{0};  // ticks() of the last collect()
-  guarded_mutex use_mu_;  // not taken by step(): unuse_thread() waits for a step
+  guarded_mutex use_mu_;                        // not taken by step(): unuse_thread() waits for a step
   int thread_users_ TALLY_GUARDED_BY(use_mu_) = 0;
   std::shared_ptr<node_arena> arena_;  // creation only (ordered on the communicator)
   progress_thread progress_;

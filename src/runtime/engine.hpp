@@ -167,8 +167,8 @@ class engine : public std::enable_shared_from_this<engine> {
   // -- immutable after construction
   int rank_ = 0;
   int size_ = 1;
-  options opts_;                          // progress resolved, name filled in
-  clock::duration wait_warning_{};        // zero: off
+  options opts_;                    // progress resolved, name filled in
+  clock::duration wait_warning_{};  // zero: off
 
   // -- guarded by mu_
   mutable guarded_mutex mu_;
@@ -183,8 +183,8 @@ class engine : public std::enable_shared_from_this<engine> {
   std::exception_ptr fault_ TALLY_GUARDED_BY(mu_);   // an MPI failure, here or on another rank (fault())
   // One offset sample of the timeline's clock (collective over comm).
   void sync_trace_clock(MPI_Comm comm);
-  trace_log trace_;                 // the handoff timeline, off unless asked for
-  bool all_traced_ = false;         // every rank traces: its clock is synced (immutable)
+  trace_log trace_;                                       // the handoff timeline, off unless asked for
+  bool all_traced_ = false;                               // every rank traces: its clock is synced (immutable)
   std::uint64_t traced_local_ TALLY_GUARDED_BY(mu_) = 0;  // local entries when the last enter was traced
   // The outstanding acquisition (waiting_slot or pending).
   std::shared_ptr<acquisition> async_ TALLY_GUARDED_BY(mu_);
@@ -192,10 +192,10 @@ class engine : public std::enable_shared_from_this<engine> {
   // -- the fast path (written under mu_ but for the compare-and-swaps of lock and
   //    unlock; read without it)
   static constexpr std::uintptr_t fast_closed = 0, fast_open = 1;
-  std::atomic<std::uintptr_t> fast_{fast_closed};  // closed, open, or the entered thread's token
-  std::atomic<std::uint64_t> fast_entries_{0};     // entries made by the fast path (stats)
-  std::atomic<std::uint64_t> fast_due_{0};         // in_calls: ticks() from which lock() goes slow
-  bool fast_allowed_ = false;                      // immutable after creation: untraced, the token can idle here
+  std::atomic<std::uintptr_t> fast_{fast_closed};         // closed, open, or the entered thread's token
+  std::atomic<std::uint64_t> fast_entries_{0};            // entries made by the fast path (stats)
+  std::atomic<std::uint64_t> fast_due_{0};                // in_calls: ticks() from which lock() goes slow
+  bool fast_allowed_ = false;                             // immutable after creation: untraced, the token can idle here
   std::uint64_t last_arrival_ TALLY_GUARDED_BY(mu_) = 0;  // ticks() of the last poll that found a message
 
   progress_thread progress_;

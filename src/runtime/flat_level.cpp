@@ -11,8 +11,11 @@ namespace tally::detail {
 
 flat_level::flat_level(transport& t, int rank, int size, int owner, std::size_t payload_bytes,
                        std::span<const std::byte> initial_payload)
-    : t_(t), peer_(build_core([&] { return protocol::peer(protocol::rank_t(rank), size, protocol::rank_t(owner)); })), payload_(payload_bytes, std::byte{0}) {
-  if (rank == owner && !initial_payload.empty()) std::copy(initial_payload.begin(), initial_payload.end(), payload_.begin());
+    : t_(t),
+      peer_(build_core([&] { return protocol::peer(protocol::rank_t(rank), size, protocol::rank_t(owner)); })),
+      payload_(payload_bytes, std::byte{0}) {
+  if (rank == owner && !initial_payload.empty())
+    std::copy(initial_payload.begin(), initial_payload.end(), payload_.begin());
 }
 
 void flat_level::describe(transport::shape& sh, int rank, int size) {

@@ -38,9 +38,7 @@ class flat_level final : public level {
   bool receives() const noexcept override { return true; }
   bool waiter_known() const noexcept override { return peer_.waiter_known(); }
   bool listens() const noexcept override { return token_idle_here(); }
-  bool token_idle_here() const noexcept override {
-    return peer_.holds_token() && peer_.mode() == protocol::mode::idle;
-  }
+  bool token_idle_here() const noexcept override { return peer_.holds_token() && peer_.mode() == protocol::mode::idle; }
   void enter_idle() override { (void)peer_.lock(); }
   bool drained(std::uint64_t total) const override;
   std::span<std::byte> payload() noexcept override { return payload_; }

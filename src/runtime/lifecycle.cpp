@@ -50,7 +50,7 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   std::optional<error> local = caller_error ? std::move(caller_error) : validate(opts, size_);
   if (!local && !initial_payload.empty() && initial_payload.size() != opts.payload_bytes)
     local = make_error(errc::arg, "initial payload of " + std::to_string(initial_payload.size()) +
-                                 " bytes for a payload of " + std::to_string(opts.payload_bytes));
+                                      " bytes for a payload of " + std::to_string(opts.payload_bytes));
   const long long payload = static_cast<long long>(std::min(opts.payload_bytes, max_payload_bytes + 1));
   opts_.topology = resolve_topology(opts.topology);
   const auto topo = static_cast<long long>(opts_.topology);
@@ -59,9 +59,18 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
     if (const char* dir = std::getenv("TALLY_TRACE")) opts_.trace = dir;
   const long long traced = opts_.trace.empty() ? 0 : 1;
   const auto proposed = static_cast<long long>(channel::proposal(comm));
-  long long mine[12] = {local ? static_cast<long long>(local->code()) : 0, payload, -payload,
-                        opts.initial_owner, -static_cast<long long>(opts.initial_owner), topo, -topo,
-                        bound, -bound, -traced, proposed, -proposed};
+  long long mine[12] = {local ? static_cast<long long>(local->code()) : 0,
+                        payload,
+                        -payload,
+                        opts.initial_owner,
+                        -static_cast<long long>(opts.initial_owner),
+                        topo,
+                        -topo,
+                        bound,
+                        -bound,
+                        -traced,
+                        proposed,
+                        -proposed};
   long long agreed[12];
   MPI_Request req = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallreduce(mine, agreed, 12, MPI_LONG_LONG, MPI_MAX, comm, &req), "MPI_Iallreduce(options)");
@@ -70,8 +79,8 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   if (agreed[0] != 0)
     fail(static_cast<errc>(agreed[0]), "another rank rejected its arguments to the collective create");
   if (agreed[1] != -agreed[2])
-    fail(errc::arg, "payload size differs across ranks (from " + std::to_string(-agreed[2]) +
-                        " to " + std::to_string(agreed[1]) + " bytes)");
+    fail(errc::arg, "payload size differs across ranks (from " + std::to_string(-agreed[2]) + " to " +
+                        std::to_string(agreed[1]) + " bytes)");
   if (agreed[3] != -agreed[4]) fail(errc::arg, "initial_owner differs across ranks");
   if (agreed[5] != -agreed[6]) fail(errc::arg, "topology differs across ranks (flat, node or automatic)");
   if (agreed[7] != -agreed[8]) fail(errc::arg, "pass_bound differs across ranks");
@@ -96,8 +105,8 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
     id = hi;
   }
   if (id > static_cast<long long>(ch->max_id()))
-    fail(errc::state, "too many mutexes alive on one communicator (" + std::to_string(id) +
-                          "); MPI_TAG_UB allows " + std::to_string(ch->max_id() + 1));
+    fail(errc::state, "too many mutexes alive on one communicator (" + std::to_string(id) + "); MPI_TAG_UB allows " +
+                          std::to_string(ch->max_id() + 1));
 
   if (opts_.progress == progress_mode::automatic)
     opts_.progress = thread_level() == MPI_THREAD_MULTIPLE ? progress_mode::thread : progress_mode::in_calls;
@@ -132,8 +141,8 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   }
   opts_.topology = level_ ? topology::node : topology::flat;
   if (!level_) {
-    level_ = std::make_unique<flat_level>(transport_, rank_, size_, opts.initial_owner, opts.payload_bytes,
-                                          initial_payload);
+    level_ =
+        std::make_unique<flat_level>(transport_, rank_, size_, opts.initial_owner, opts.payload_bytes, initial_payload);
     flat_level::describe(sh, rank_, size_);
   }
   // The fast path serves an idle token, which only the flat topology keeps on a rank.
@@ -199,9 +208,8 @@ void engine::wait_progressing_locked(MPI_Request& req, const char* what) {
 
 void engine::sync_trace_clock(MPI_Comm comm) {
   int domain = 0;
-  const clock_sample s = sync_clock(trace_.clock(), comm, tag_clock,
-                                    [this](MPI_Request& r, const char* what) { wait_progressing(r, what); },
-                                    domain);
+  const clock_sample s = sync_clock(
+      trace_.clock(), comm, tag_clock, [this](MPI_Request& r, const char* what) { wait_progressing(r, what); }, domain);
   trace_.add_sample(s, domain);
 }
 
@@ -224,7 +232,7 @@ void engine::free(bool at_finalize) {
   registry::remove(this);
   if (using_thread_) transport_.chan().unuse_thread();
   using_thread_ = false;
-  live_ = false;  // from here on, other threads' calls fail with errc::state
+  live_ = false;    // from here on, other threads' calls fail with errc::state
   listen_locked();  // off: free's own polls answer from here on
   slot_.wake_all();
   if (fault_) {
@@ -293,13 +301,13 @@ void engine::free(bool at_finalize) {
   trace_.flush();
   if (failure) std::rethrow_exception(failure);
   if (held) {
-    if (at_finalize)
-      warn("rank %d still held the critical section at MPI_Finalize; released it\n", rank_);
+    if (at_finalize) warn("rank %d still held the critical section at MPI_Finalize; released it\n", rank_);
     fail(errc::state, "free: the calling rank still held the critical section; it was released and the mutex freed");
   }
   if (outstanding)
-    fail(errc::state, "free: an asynchronous acquisition (lock_async) was still outstanding; it was "
-                      "cancelled and the mutex freed");
+    fail(errc::state,
+         "free: an asynchronous acquisition (lock_async) was still outstanding; it was "
+         "cancelled and the mutex freed");
 }
 
 }  // namespace tally::detail

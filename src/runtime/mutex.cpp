@@ -9,8 +9,7 @@
 
 namespace tally {
 
-mutex::mutex(MPI_Comm comm, const options& opts)
-    : engine_(std::make_shared<detail::engine>(comm, opts)) {}
+mutex::mutex(MPI_Comm comm, const options& opts) : engine_(std::make_shared<detail::engine>(comm, opts)) {}
 
 mutex::mutex(MPI_Comm comm, const options& opts, std::span<const std::byte> initial_payload)
     : engine_(std::make_shared<detail::engine>(comm, opts, std::nullopt, initial_payload)) {}
@@ -59,16 +58,16 @@ std::span<std::byte> payload_view::bytes() const { return engine_->payload(entry
 void payload_view::read(std::size_t offset, std::span<std::byte> dst) const {
   const std::span<std::byte> p = bytes();
   if (offset > p.size() || dst.size() > p.size() - offset)
-    detail::fail(errc::arg, "payload read of " + std::to_string(dst.size()) + " bytes at " +
-                                std::to_string(offset) + " exceeds its " + std::to_string(p.size()) + " bytes");
+    detail::fail(errc::arg, "payload read of " + std::to_string(dst.size()) + " bytes at " + std::to_string(offset) +
+                                " exceeds its " + std::to_string(p.size()) + " bytes");
   std::memcpy(dst.data(), p.data() + offset, dst.size());
 }
 
 void payload_view::write(std::size_t offset, std::span<const std::byte> src) const {
   const std::span<std::byte> p = bytes();
   if (offset > p.size() || src.size() > p.size() - offset)
-    detail::fail(errc::arg, "payload write of " + std::to_string(src.size()) + " bytes at " +
-                                std::to_string(offset) + " exceeds its " + std::to_string(p.size()) + " bytes");
+    detail::fail(errc::arg, "payload write of " + std::to_string(src.size()) + " bytes at " + std::to_string(offset) +
+                                " exceeds its " + std::to_string(p.size()) + " bytes");
   std::memcpy(p.data() + offset, src.data(), src.size());
 }
 void mutex::free() { engine_->free(); }

@@ -51,7 +51,11 @@ class node_arena {
   // it (collective over the node).
   void settle(bool keep) noexcept;
   // The steps that can fail on some ranks only.
-  enum step : int { ok = 0, split = 1, window = 2 };
+  enum step : int {
+    ok = 0,
+    split = 1,
+    window = 2
+  };
   // Throws errc::mpi on every rank of comm if `failed` (a step, `why` its MPI error
   // here) is not ok on some rank: naming the worst step, here or on another rank.
   static void agree(MPI_Comm comm, step failed, const std::string& why, const waiter& wait);

@@ -22,8 +22,7 @@ protocol::cohort_step node_level::event(Event&& e, const char* call, protocol::s
       for (const std::int32_t j : c.broadcast_order())
         bcast_order_.push_back(static_cast<std::int32_t>(slot_.peer_index(j)));
     }
-    if (s.act.token_to.value() >= 0)
-      token_count = t_.wire().pack(c, s.act.token_to, slot_.payload(), t_.stage_token());
+    if (s.act.token_to.value() >= 0) token_count = t_.wire().pack(c, s.act.token_to, slot_.payload(), t_.stage_token());
   }
   slot_.unlock();
   if (!s.ok()) {
@@ -117,8 +116,7 @@ void node_level::deliver(const transport::arrivals& a) {
     const std::span<protocol::ln_t> ln = c.ln_inbox();
     std::uint64_t hop = 0;
     t_.read_token(*c.state().hop, ln, spare_queue_, hop, spare_route_, slot_.payload());
-    event([&](protocol::cohort& n) { return n.on_token(me, ln, spare_queue_, {hop, spare_route_}); },
-          "token received");
+    event([&](protocol::cohort& n) { return n.on_token(me, ln, spare_queue_, {hop, spare_route_}); }, "token received");
   }
 }
 

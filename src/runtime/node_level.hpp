@@ -30,9 +30,8 @@ class node_level final : public level {
  public:
   node_level(transport& t, int rank) : t_(t), rank_(rank) {}
   // Collective: takes and initializes the mutex's slot (node_slot::open).
-  void open(std::shared_ptr<node_arena> arena, std::uint32_t id, MPI_Comm comm, std::uint32_t pass_bound,
-            int owner, std::size_t payload_bytes, std::span<const std::byte> initial_payload,
-            const node_arena::waiter& wait) {
+  void open(std::shared_ptr<node_arena> arena, std::uint32_t id, MPI_Comm comm, std::uint32_t pass_bound, int owner,
+            std::size_t payload_bytes, std::span<const std::byte> initial_payload, const node_arena::waiter& wait) {
     slot_.open(std::move(arena), id, comm, rank_, pass_bound, owner, payload_bytes, initial_payload, wait);
   }
   // The transport's shape for this topology: a token between nodes, node leaders
@@ -76,12 +75,12 @@ class node_level final : public level {
   // node_slot's methods are const where they only look, but the spinlock is taken
   // by looks too: mutable.
   mutable node_slot slot_;
-  bool in_cs_ = false;           // this rank took its grant and has not left
-  bool needed_ = false;          // needed_here() at this rank's last cohort event
-  std::vector<std::int32_t> bcast_order_;  // the next broadcast's peers, in order
+  bool in_cs_ = false;                         // this rank took its grant and has not left
+  bool needed_ = false;                        // needed_here() at this rank's last cohort event
+  std::vector<std::int32_t> bcast_order_;      // the next broadcast's peers, in order
   std::vector<protocol::rank_t> spare_queue_;  // a received token's queue
   std::array<std::int32_t, protocol::node_token::route> spare_route_{};  // a received token's trail
-  tally::stats final_{};         // the counters, kept when the slot is let go of
+  tally::stats final_{};  // the counters, kept when the slot is let go of
 };
 
 }  // namespace tally::detail

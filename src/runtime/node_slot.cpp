@@ -34,8 +34,8 @@ static_assert(std::atomic_ref<std::uint32_t>::is_always_lock_free,
 }  // namespace
 
 void node_slot::open(std::shared_ptr<node_arena> arena, std::uint32_t id, MPI_Comm comm, int rank,
-                      std::uint32_t pass_bound, int owner, std::size_t payload_bytes,
-                      std::span<const std::byte> initial_payload, const node_arena::waiter& wait) {
+                     std::uint32_t pass_bound, int owner, std::size_t payload_bytes,
+                     std::span<const std::byte> initial_payload, const node_arena::waiter& wait) {
   arena_ = std::move(arena);
   // The slot: the spinlock word with the cohort right after it (a local event then
   // finds the word and the fields it changes on one line), a grant line per local
@@ -69,8 +69,7 @@ void node_slot::open(std::shared_ptr<node_arena> arena, std::uint32_t id, MPI_Co
   MPI_Request req = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(arena_->comm(), &req), "MPI_Ibarrier(node)");
   wait(req, "MPI_Ibarrier(node)");
-  if (rank == owner && !initial_payload.empty())
-    std::memcpy(payload_.data(), initial_payload.data(), payload_.size());
+  if (rank == owner && !initial_payload.empty()) std::memcpy(payload_.data(), initial_payload.data(), payload_.size());
   check_mpi(MPI_Ibarrier(arena_->comm(), &req), "MPI_Ibarrier(node)");
   wait(req, "MPI_Ibarrier(node)");
 }

@@ -65,7 +65,7 @@ class node_slot {
   const std::vector<std::int32_t>& node_of() const noexcept { return arena_->node_of(); }
   std::span<std::byte> payload() const noexcept { return payload_; }
 
-  void lock() noexcept;    // the spinlock; spins, then yields
+  void lock() noexcept;  // the spinlock; spins, then yields
   void unlock() noexcept;
   // Sets the grant flag of local rank i (spinlock held).
   void grant(std::int32_t i) noexcept;

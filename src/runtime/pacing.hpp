@@ -41,8 +41,7 @@ inline double ticks_per_us() noexcept {
     while (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(50)) {
     }
     const std::uint64_t k1 = ticks();
-    const double us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     return std::max(static_cast<double>(k1 - k0) / us, 1e-3);
   }();
   return rate;

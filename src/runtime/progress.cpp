@@ -28,8 +28,7 @@ bool engine::progress_locked(bool repost) {
   transport_.pump();  // after any token send: the token overtakes the rest
   // Sends are reaped by polls that found nothing, off the path from a message's
   // arrival to what it triggers (or when slots pile up).
-  if (transport_.sends_active() && (!a.any() || transport_.send_slots() > 8))
-    transport_.reap_sends(false);
+  if (transport_.sends_active() && (!a.any() || transport_.send_slots() > 8)) transport_.reap_sends(false);
   if (a.any()) {
     pacing_.message_seen();
     listen_locked();

@@ -73,9 +73,7 @@ class progress_service {
   }
 
  private:
-  static bool adaptive(const progress_thread& m) noexcept {
-    return m.policy_.how == poll_policy::strategy::adaptive;
-  }
+  static bool adaptive(const progress_thread& m) noexcept { return m.policy_.how == poll_policy::strategy::adaptive; }
 
   void watch_locked(progress_thread& m) {
     if (m.watched_.load()) return;
@@ -96,12 +94,8 @@ class progress_service {
     using strategy = poll_policy::strategy;
     const us interval = std::max(m.policy_.interval, us{1});
     switch (m.policy_.how) {
-      case strategy::spin:
-        m.next_wait_ = us{0};
-        return true;
-      case strategy::sleep:
-        m.next_wait_ = m.policy_.interval;
-        return true;
+      case strategy::spin: m.next_wait_ = us{0}; return true;
+      case strategy::sleep: m.next_wait_ = m.policy_.interval; return true;
       case strategy::adaptive:
         if (f == found::idle) return false;
         [[fallthrough]];
@@ -154,7 +148,7 @@ class progress_service {
         }
       }
       if (epoch_ != mine) return;
-      if (wait == us::max()) wait = us{0};  // watched since the round began: step them now
+      if (wait == us::max()) wait = us{0};                // watched since the round began: step them now
       if (round.size() > progress_thread::drain_slice) {  // a long round: the thread's share stays bounded
         const auto took = std::chrono::duration_cast<us>(std::chrono::steady_clock::now() - began);
         wait = std::max(wait, took * progress_thread::long_round_factor);
@@ -172,14 +166,14 @@ class progress_service {
   bool is_member_locked(const progress_thread* m) const noexcept { return registered_.count(m) != 0; }
 
   std::mutex mu_;
-  std::condition_variable wake_;     // the thread: a nudge, a new member, its end
-  std::condition_variable stepped_;  // remove(): the thread finished a step
-  std::vector<progress_thread*> members_;  // started (m->index_ is m's place)
+  std::condition_variable wake_;                           // the thread: a nudge, a new member, its end
+  std::condition_variable stepped_;                        // remove(): the thread finished a step
+  std::vector<progress_thread*> members_;                  // started (m->index_ is m's place)
   std::unordered_set<const progress_thread*> registered_;  // the same, to look up (a member is started iff here)
-  std::vector<progress_thread*> watched_;  // those with watched_ set
-  std::multiset<us> drains_;               // idle_drain of the adaptive members
-  std::size_t cursor_ = 0;                 // the drain's turn in members_
-  progress_thread* current_ = nullptr;     // being stepped (mu_ released)
+  std::vector<progress_thread*> watched_;                  // those with watched_ set
+  std::multiset<us> drains_;                               // idle_drain of the adaptive members
+  std::size_t cursor_ = 0;                                 // the drain's turn in members_
+  progress_thread* current_ = nullptr;                     // being stepped (mu_ released)
   bool nudged_ = false;
   bool running_ = false;
   std::uint64_t epoch_ = 0;  // a thread runs while it equals the epoch it was started in

@@ -38,7 +38,11 @@ namespace tally::detail {
 
 class progress_thread {
  public:
-  enum class found { busy, watching, idle };
+  enum class found {
+    busy,
+    watching,
+    idle
+  };
   // Unwatched members stepped per round.
   static constexpr std::size_t drain_slice = 16;
   static constexpr int long_round_factor = 3;

@@ -30,8 +30,8 @@ std::atomic<const engine*> sole{nullptr};
 // once `others_factor` times the last round's cost has passed since it ended.
 constexpr std::size_t others_slice = 4;
 constexpr std::uint64_t others_factor = 16;
-std::size_t cursor = 0;                // guarded by mu: the next engine's turn
-std::atomic<std::uint64_t> due{0};     // ticks() before which no round starts
+std::size_t cursor = 0;             // guarded by mu: the next engine's turn
+std::atomic<std::uint64_t> due{0};  // ticks() before which no round starts
 
 // In-calls engines that a channel filed REQUESTs for (ready()), polled first in the
 // next round. Its own lock: ready() runs under a channel's lock.
@@ -60,9 +60,10 @@ int at_finalize(MPI_Comm, int, void*, void*) {
   }
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  warn("warning: MPI_Finalize called on rank %d with %zu live mutex(es); freeing "
-               "them now. Destroy every tally mutex before MPI_Finalize.\n",
-               rank, left.size());
+  warn(
+      "warning: MPI_Finalize called on rank %d with %zu live mutex(es); freeing "
+      "them now. Destroy every tally mutex before MPI_Finalize.\n",
+      rank, left.size());
   for (engine* e : left) {
     try {
       e->free(true);

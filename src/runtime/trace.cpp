@@ -27,8 +27,8 @@ const char* name_of(trace_log::kind k) {
 std::string file_part(const std::string& s) {
   std::string out;
   for (char c : s) {
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                      c == '_' || c == '.';
+    const bool keep =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
     out += keep ? c : '-';
   }
   return out;
@@ -53,8 +53,7 @@ std::string json_string(const std::string& s) {
 }
 }  // namespace
 
-void trace_log::open(const std::string& dir, const std::string& mutex_name, int rank, int size,
-                     std::size_t capacity) {
+void trace_log::open(const std::string& dir, const std::string& mutex_name, int rank, int size, std::size_t capacity) {
   if (dir.empty()) return;
   name_ = mutex_name;
   rank_ = rank;
@@ -102,8 +101,7 @@ void trace_log::flush() noexcept {
     std::fprintf(f, "{\"t\":%lld,\"ev\":\"%s\",\"peer\":%d,\"seq\":%llu}\n", static_cast<long long>(e.t),
                  name_of(e.what), e.peer, static_cast<unsigned long long>(e.seq));
   }
-  if (std::fclose(f) != 0)
-    warn("cannot write the trace %s: %s\n", path_.c_str(), std::strerror(errno));
+  if (std::fclose(f) != 0) warn("cannot write the trace %s: %s\n", path_.c_str(), std::strerror(errno));
 }
 
 }  // namespace tally::detail

@@ -31,8 +31,7 @@ class trace_log {
   };
 
   // Turns the log on (dir not empty): `capacity` events.
-  void open(const std::string& dir, const std::string& mutex_name, int rank, int size,
-            std::size_t capacity = 1u << 16);
+  void open(const std::string& dir, const std::string& mutex_name, int rank, int size, std::size_t capacity = 1u << 16);
   bool on() const noexcept { return on_; }
   const trace_clock& clock() const noexcept { return clock_; }
   // Keeps an offset sample for the header (creation's, then free's); `domain`: the

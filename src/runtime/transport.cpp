@@ -87,7 +87,7 @@ void transport::want_token(bool named) {
 
 void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::uint64_t copy,
                           std::span<const std::int32_t> order) {
-  if (shape_.peers.empty()) return;  // nobody to ask
+  if (shape_.peers.empty()) return;                       // nobody to ask
   if (token_req_ == MPI_REQUEST_NULL) post_token_recv();  // before anyone can answer
   auto free_slot = std::find_if(bcasts_.begin(), bcasts_.end(),
                                 [](const bcast_slot& b) { return !b.partial() && all_null(b.reqs); });
@@ -107,8 +107,8 @@ void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::
 void transport::post_window(bcast_slot& b, std::size_t count) {
   const std::size_t end = std::min(b.to.size(), b.posted + count);
   for (; b.posted < end; ++b.posted)
-    check_mpi(MPI_Isend(b.msg.data(), words_, MPI_UINT64_T, b.to[b.posted], static_cast<int>(id_),
-                        channel_->requests(), &b.reqs[b.posted]),
+    check_mpi(MPI_Isend(b.msg.data(), words_, MPI_UINT64_T, b.to[b.posted], static_cast<int>(id_), channel_->requests(),
+                        &b.reqs[b.posted]),
               "MPI_Isend(REQUEST)");
 }
 
@@ -134,14 +134,13 @@ void transport::send_staged(protocol::rank_t to, int count) {
   staged_ = nullptr;
   slot.staged = false;
   if (trace_) trace_->record(trace_log::kind::token_out, to.value());  // stamped before it can arrive
-  check_mpi(MPI_Isend(slot.buf.data(), count, wire_.type(), to.value(), tag_token(id_), channel_->messages(),
-                      &slot.req),
-            "MPI_Isend(token)");
+  check_mpi(
+      MPI_Isend(slot.buf.data(), count, wire_.type(), to.value(), tag_token(id_), channel_->messages(), &slot.req),
+      "MPI_Isend(token)");
   sends_active_ = true;
 }
 
-void transport::send_token(protocol::rank_t to, const protocol::token& t,
-                           std::span<const std::byte> payload) {
+void transport::send_token(protocol::rank_t to, const protocol::token& t, std::span<const std::byte> payload) {
   const int count = wire_.pack(t, to, payload, stage_token());
   send_staged(to, count);
 }

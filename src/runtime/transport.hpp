@@ -59,13 +59,13 @@ class transport {
 
   // What one rank sends and receives.
   struct shape {
-    int token_entries = 1;           // LN entries of the token: ranks (flat) or nodes
+    int token_entries = 1;              // LN entries of the token: ranks (flat) or nodes
     std::vector<std::int32_t> node_of;  // node topology: each rank's node; flat: empty
-    std::int32_t token_self = 0;     // this rank's LN index: its rank or its node
+    std::int32_t token_self = 0;        // this rank's LN index: its rank or its node
     std::size_t payload_bytes = 0;
-    bool with_requester = false;     // REQUEST carries the requester (node topology)
-    std::vector<int> peers;          // where a broadcast goes, in sending order
-    std::size_t window = protocol::broadcast_window;  // REQUESTs posted per step (>= 1)
+    bool with_requester = false;                                // REQUEST carries the requester (node topology)
+    std::vector<int> peers;                                     // where a broadcast goes, in sending order
+    std::size_t window = protocol::broadcast_window;            // REQUESTs posted per step (>= 1)
     protocol::token_form form = protocol::token_form::shorter;  // node topology's token body
   };
   // Attaches `id` on `ch` (with `notify`: channel::attach) and commits the token
@@ -161,7 +161,7 @@ class transport {
 
   struct bcast_slot {  // one broadcast: a send of the same words to every peer
     words msg{};
-    std::vector<int> to;  // destination ranks, in sending order
+    std::vector<int> to;     // destination ranks, in sending order
     std::size_t posted = 0;  // to[0, posted) have been posted (reqs[k] for to[k])
     std::vector<MPI_Request> reqs;
     bool partial() const noexcept { return posted < to.size(); }
@@ -169,7 +169,7 @@ class transport {
   // Posts up to `count` more of b's sends.
   void post_window(bcast_slot& b, std::size_t count);
   std::vector<bcast_slot*> partial_;  // broadcasts not yet wholly posted, oldest first
-  struct token_slot {  // one token send
+  struct token_slot {                 // one token send
     std::vector<std::byte> buf;
     MPI_Request req = MPI_REQUEST_NULL;
     bool staged = false;  // filled by stage_token(), not yet sent

@@ -17,8 +17,7 @@ wire_format::wire_format(int n, std::size_t payload_bytes, std::vector<std::int3
       self_(static_cast<std::size_t>(self)),
       form_(form),
       marks_(n_, 0) {
-  check_mpi(MPI_Type_contiguous(static_cast<int>(layout::unit), MPI_BYTE, type_.out()),
-            "MPI_Type_contiguous(token)");
+  check_mpi(MPI_Type_contiguous(static_cast<int>(layout::unit), MPI_BYTE, type_.out()), "MPI_Type_contiguous(token)");
   check_mpi(MPI_Type_commit(type_.out()), "MPI_Type_commit(token)");
 }
 
@@ -30,9 +29,8 @@ int wire_format::count() const noexcept { return static_cast<int>(bytes() / layo
 int wire_format::pack(const protocol::token& t, protocol::rank_t to, std::span<const std::byte> payload,
                       std::byte* buf) {
   const protocol::token_frame f = frame();
-  return static_cast<int>(protocol::encode_token(f, t, f.slot(to.value()), payload.first(payload_bytes_),
-                                                 {buf, bytes()}) /
-                          layout::unit);
+  return static_cast<int>(
+      protocol::encode_token(f, t, f.slot(to.value()), payload.first(payload_bytes_), {buf, bytes()}) / layout::unit);
 }
 
 int wire_format::pack(const protocol::cohort& c, protocol::rank_t to, std::span<const std::byte> payload,

@@ -22,13 +22,15 @@ namespace {
 
 using text::fmt;
 
-
 // Draws the progress bar on a terminal, or prints a line every 10% elsewhere.
 class progress_bar {
  public:
   progress_bar(std::ostream& err, bool tty, std::uint64_t target)
-      : err_(err), tty_(tty), target_(std::max<std::uint64_t>(target, 1)),
-        start_(std::chrono::steady_clock::now()), last_(start_) {}
+      : err_(err),
+        tty_(tty),
+        target_(std::max<std::uint64_t>(target, 1)),
+        start_(std::chrono::steady_clock::now()),
+        last_(start_) {}
   void operator()(std::uint64_t entries, std::uint64_t events) {
     const auto now = std::chrono::steady_clock::now();
     const double pct = 100.0 * static_cast<double>(entries) / static_cast<double>(target_);
@@ -39,14 +41,12 @@ class progress_bar {
       const int filled = static_cast<int>(pct / 100.0 * 30);
       err_ << '\r' << '[' << std::string(static_cast<std::size_t>(std::clamp(filled, 0, 30)), '#')
            << std::string(static_cast<std::size_t>(30 - std::clamp(filled, 0, 30)), '.') << "] "
-           << fmt("%5.1f%%  %" PRIu64 "/%" PRIu64 " CS  %.3g events/s ", pct, entries, target_, rate)
-           << std::flush;
+           << fmt("%5.1f%%  %" PRIu64 "/%" PRIu64 " CS  %.3g events/s ", pct, entries, target_, rate) << std::flush;
       drawn_ = true;
     } else {
       if (pct < next_pct_) return;
       while (next_pct_ <= pct) next_pct_ += 10;
-      err_ << fmt("tally-sim: %.0f%% (%" PRIu64 "/%" PRIu64 " CS), %.3g events/s\n", pct, entries,
-                  target_, rate)
+      err_ << fmt("tally-sim: %.0f%% (%" PRIu64 "/%" PRIu64 " CS), %.3g events/s\n", pct, entries, target_, rate)
            << std::flush;
     }
     last_ = now;
@@ -66,8 +66,7 @@ class progress_bar {
 
 }  // namespace
 
-int run_command(std::span<const std::string_view> args, std::ostream& out, std::ostream& err,
-                bool err_is_tty) {
+int run_command(std::span<const std::string_view> args, std::ostream& out, std::ostream& err, bool err_is_tty) {
   options o;
   try {
     o = parse_options(std::vector<std::string>(args.begin(), args.end()));
@@ -81,8 +80,7 @@ int run_command(std::span<const std::string_view> args, std::ostream& out, std::
   }
   for (const std::string& note : o.notes) err << "tally-sim run: note: " << note << '\n';
   const workload& w = o.cfg.load;
-  const std::uint64_t target =
-      w.total_requests ? w.total_requests : w.requests_per_rank * w.active.size();
+  const std::uint64_t target = w.total_requests ? w.total_requests : w.requests_per_rank * w.active.size();
   const bool show = o.progress.value_or(err_is_tty);
   progress_bar bar(err, err_is_tty, target);
   progress_fn fn;

@@ -45,10 +45,8 @@ std::uint64_t rng::next() noexcept {
 ps_t duration_dist::sample(rng& r) const noexcept {
   switch (kind) {
     case shape::fixed: return a;
-    case shape::exponential:
-      return static_cast<ps_t>(std::llround(-static_cast<double>(a) * std::log1p(-r.uniform())));
-    case shape::uniform:
-      return a + static_cast<ps_t>(std::llround(r.uniform() * static_cast<double>(b - a)));
+    case shape::exponential: return static_cast<ps_t>(std::llround(-static_cast<double>(a) * std::log1p(-r.uniform())));
+    case shape::uniform: return a + static_cast<ps_t>(std::llround(r.uniform() * static_cast<double>(b - a)));
   }
   return a;
 }

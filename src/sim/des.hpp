@@ -50,7 +50,13 @@ inline void prefetch(const void* p) noexcept {
 #endif
 }
 
-enum class msg_kind : std::uint8_t { request, token, reply, grant, release };
+enum class msg_kind : std::uint8_t {
+  request,
+  token,
+  reply,
+  grant,
+  release
+};
 inline constexpr std::size_t msg_kinds = 5;
 const char* to_string(msg_kind k) noexcept;
 
@@ -74,7 +80,11 @@ class rng {
 
 // A duration: fixed, exponential(mean) or uniform[lo, hi].
 struct duration_dist {
-  enum class shape : std::uint8_t { fixed, exponential, uniform };
+  enum class shape : std::uint8_t {
+    fixed,
+    exponential,
+    uniform
+  };
   shape kind = shape::fixed;
   ps_t a = 0;  // fixed value, exponential mean, or uniform lower bound
   ps_t b = 0;  // uniform upper bound
@@ -85,9 +95,9 @@ struct duration_dist {
 
 struct workload {
   std::int32_t ranks = 0;
-  std::vector<std::int32_t> active;  // ascending ids of the ranks that ever request
-  duration_dist cs;                  // time spent in the critical section
-  duration_dist think;               // time before each request, the first included
+  std::vector<std::int32_t> active;     // ascending ids of the ranks that ever request
+  duration_dist cs;                     // time spent in the critical section
+  duration_dist think;                  // time before each request, the first included
   std::uint64_t requests_per_rank = 0;  // exactly one of these two is nonzero:
   std::uint64_t total_requests = 0;     // per active rank, or in total
   std::uint64_t seed = 0;
@@ -95,8 +105,8 @@ struct workload {
 
 // What one run measured, before summarizing (run.hpp).
 struct raw_results {
-  ps_t first_entry = 0;     // the first CS entry
-  ps_t end_time = 0;        // the last CS exit
+  ps_t first_entry = 0;      // the first CS entry
+  ps_t end_time = 0;         // the last CS exit
   std::uint64_t events = 0;  // scheduler entries processed (one per message delivery)
   std::uint64_t entries = 0;
   std::array<std::uint64_t, msg_kinds> messages{};
@@ -115,7 +125,13 @@ namespace detail {
 
 // One scheduled event. Ordered by (t, tie); tie is a global schedule counter.
 struct event {
-  enum class type : std::uint8_t { lock, unlock, arrive, handle, first_of_cast };
+  enum class type : std::uint8_t {
+    lock,
+    unlock,
+    arrive,
+    handle,
+    first_of_cast
+  };
   ps_t t;
   std::uint64_t tie;
   type what;
@@ -257,8 +273,8 @@ class scheduler {
   // rest, as the runtime posts the newest broadcast's windows first.
   // `scanned`: a token sent by a release, which first scans its LN for fresh
   // requests (scan_cpu(scan_time) ahead of the message on the sender's CPU).
-  void send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
-            std::uint64_t val = 0, bool ahead = false, bool scanned = false);
+  void send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes, std::uint64_t val = 0,
+            bool ahead = false, bool scanned = false);
   void send_ahead(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes, bool scanned = false) {
     send(from, to, k, bytes, 0, true, scanned);
   }
@@ -296,10 +312,14 @@ class scheduler {
       return 0;
   }
   static constexpr bool node_token() noexcept {
-    if constexpr (requires { Model::node_token; }) return Model::node_token;
-    else return false;
+    if constexpr (requires { Model::node_token; })
+      return Model::node_token;
+    else
+      return false;
   }
-  static ps_t entry_time_of(const network_params& p) noexcept { return node_token() ? p.node_entry_time : p.entry_time; }
+  static ps_t entry_time_of(const network_params& p) noexcept {
+    return node_token() ? p.node_entry_time : p.entry_time;
+  }
   static ps_t scan_time_of(const network_params& p) noexcept { return node_token() ? p.node_scan_time : p.scan_time; }
   // Rank i enters its critical section now. Throws invariant_violation if another
   // rank is in its CS or i has no outstanding request.
@@ -316,18 +336,16 @@ class scheduler {
   static void validate(const workload& w);
   // Moves the clock to t; throws invariant_violation if t is in the past.
   void advance(ps_t t);
-  void schedule(ps_t t, event::type what, msg_kind k, std::int32_t a, std::int32_t b,
-                std::uint64_t val);
+  void schedule(ps_t t, event::type what, msg_kind k, std::int32_t a, std::int32_t b, std::uint64_t val);
   // A message injected now: through a delay lane (no heap work).
-  void schedule_in(ps_t delay, event::type what, msg_kind k, std::int32_t a, std::int32_t b,
-                   std::uint64_t val);
+  void schedule_in(ps_t delay, event::type what, msg_kind k, std::int32_t a, std::int32_t b, std::uint64_t val);
   ps_t reserve_port(std::int32_t from, ps_t busy);
   // Where network().window applies (the port busy with a cast, nothing behind it):
   // sets `start` to the end of the cast's current window, keeps the port busy
   // `busy` longer, and returns true.
   bool cut_in(std::int32_t from, ps_t busy, ps_t& start);
-  void start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::int32_t count,
-                  std::uint32_t list, std::uint64_t val);
+  void start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::int32_t count, std::uint32_t list,
+                  std::uint64_t val);
   std::int32_t recipient(const detail::cast& c) const noexcept;
   // m reaches its receiver at t; o: the receiver's handling overhead on its link,
   // extra: its CPU beyond o for this message.
@@ -360,12 +378,12 @@ class scheduler {
     ps_t start = 0, slot = 0, end = 0;
   };
   std::vector<cast_span> casting_;
-  std::vector<ps_t> tx_, rx_;            // send port / receive handler free at
-  std::vector<ps_t> issued_at_;          // outstanding request's time
+  std::vector<ps_t> tx_, rx_;    // send port / receive handler free at
+  std::vector<ps_t> issued_at_;  // outstanding request's time
   std::vector<std::uint8_t> requesting_;
-  std::vector<std::uint64_t> budget_;    // per-rank requests left (per-rank mode)
+  std::vector<std::uint64_t> budget_;  // per-rank requests left (per-rank mode)
   std::vector<rng> rng_;
-  std::uint64_t total_left_ = 0;         // requests left (total mode)
+  std::uint64_t total_left_ = 0;  // requests left (total mode)
   std::uint64_t issued_ = 0;
   std::int32_t occupant_ = -1;
   ps_t last_exit_ = -1;

@@ -46,20 +46,19 @@ void scheduler<Model>::validate(const workload& w) {
 template <class Model>
 void scheduler<Model>::advance(ps_t t) {
   if (t < now_)
-    throw invariant_violation("time went backwards, from " + std::to_string(now_) +
-                              " to " + std::to_string(t) + " ps");
+    throw invariant_violation("time went backwards, from " + std::to_string(now_) + " to " + std::to_string(t) + " ps");
   now_ = t;
 }
 
 template <class Model>
-void scheduler<Model>::schedule(ps_t t, event::type what, msg_kind k, std::int32_t a,
-                             std::int32_t b, std::uint64_t val) {
+void scheduler<Model>::schedule(ps_t t, event::type what, msg_kind k, std::int32_t a, std::int32_t b,
+                                std::uint64_t val) {
   heap_.push(event{t, tie_++, what, k, a, b, val});
 }
 
 template <class Model>
-void scheduler<Model>::schedule_in(ps_t delay, event::type what, msg_kind k, std::int32_t a,
-                                std::int32_t b, std::uint64_t val) {
+void scheduler<Model>::schedule_in(ps_t delay, event::type what, msg_kind k, std::int32_t a, std::int32_t b,
+                                   std::uint64_t val) {
   std::size_t d = 0;
   while (d < delays_.size() && delays_[d].delay != delay) ++d;
   if (d == delays_.size()) delays_.push_back({delay, {}});
@@ -75,8 +74,8 @@ ps_t scheduler<Model>::reserve_port(std::int32_t from, ps_t busy) {
 }
 
 template <class Model>
-void scheduler<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes,
-                         std::uint64_t val, bool ahead, bool scanned) {
+void scheduler<Model>::send(std::int32_t from, std::int32_t to, msg_kind k, std::uint64_t bytes, std::uint64_t val,
+                            bool ahead, bool scanned) {
   const network_params& p = link(from, to);
   // A token's CPU beyond o: the sender's (scan, encoding) before injection (the port
   // is its CPU), the receiver's decoding after its o (arrive()).
@@ -111,8 +110,7 @@ bool scheduler<Model>::cut_in(std::int32_t from, ps_t busy, ps_t& start) {
 }
 
 template <class Model>
-void scheduler<Model>::wake(std::int32_t from, std::int32_t to, msg_kind k, ps_t delay,
-                         std::uint64_t val) {
+void scheduler<Model>::wake(std::int32_t from, std::int32_t to, msg_kind k, ps_t delay, std::uint64_t val) {
   schedule_in(delay, event::type::handle, k, from, to, val);
 }
 
@@ -120,7 +118,7 @@ template <class Model>
 void scheduler<Model>::split_nodes(std::int32_t ranks_per_node, const network_params& intra) {
   if (ranks_per_node < 0 || (ranks_per_node > 0 && n_ % ranks_per_node != 0))
     throw protocol::bad_argument(std::to_string(n_) + " ranks do not split into nodes of " +
-                               std::to_string(ranks_per_node));
+                                 std::to_string(ranks_per_node));
   rpn_ = ranks_per_node;
   intra_ = intra;
 }
@@ -128,8 +126,8 @@ void scheduler<Model>::split_nodes(std::int32_t ranks_per_node, const network_pa
 // Reserves the sender's port for `count` back-to-back messages and schedules the
 // first delivery; the cast then moves to its lane (fire_cast).
 template <class Model>
-void scheduler<Model>::start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes,
-                               std::int32_t count, std::uint32_t list, std::uint64_t val) {
+void scheduler<Model>::start_cast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::int32_t count,
+                                  std::uint32_t list, std::uint64_t val) {
   const ps_t slot = net_.slot(bytes);
   // A new cast cuts in ahead of the unposted rest of the rank's previous one.
   ps_t start = 0;
@@ -158,8 +156,7 @@ void scheduler<Model>::start_cast(std::int32_t from, msg_kind k, std::uint64_t b
 }
 
 template <class Model>
-void scheduler<Model>::broadcast(std::int32_t from, msg_kind k, std::uint64_t bytes,
-                              std::uint64_t val) {
+void scheduler<Model>::broadcast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::uint64_t val) {
   start_cast(from, k, bytes, n_ - 1, detail::cast::no_list, val);
 }
 
@@ -173,8 +170,8 @@ std::vector<std::int32_t> scheduler<Model>::borrow_list() {
 }
 
 template <class Model>
-void scheduler<Model>::multicast(std::int32_t from, msg_kind k, std::uint64_t bytes,
-                              std::vector<std::int32_t> to, std::uint64_t val) {
+void scheduler<Model>::multicast(std::int32_t from, msg_kind k, std::uint64_t bytes, std::vector<std::int32_t> to,
+                                 std::uint64_t val) {
   if (to.empty()) {
     spare_lists_.push_back(std::move(to));
     return;
@@ -281,12 +278,11 @@ template <class Model>
 void scheduler<Model>::enter(std::int32_t i) {
   const auto k = static_cast<std::size_t>(i);
   if (occupant_ >= 0)
-    throw invariant_violation("mutual exclusion violated at t=" + std::to_string(now_) +
-                              " ps: rank " + std::to_string(i) + " entered while rank " +
-                              std::to_string(occupant_) + " is in its critical section");
+    throw invariant_violation("mutual exclusion violated at t=" + std::to_string(now_) + " ps: rank " +
+                              std::to_string(i) + " entered while rank " + std::to_string(occupant_) +
+                              " is in its critical section");
   if (!requesting_[k])
-    throw invariant_violation("rank " + std::to_string(i) +
-                              " entered its critical section without a request");
+    throw invariant_violation("rank " + std::to_string(i) + " entered its critical section without a request");
   occupant_ = i;
   requesting_[k] = 0;
   const ps_t wait = now_ - issued_at_[k];
@@ -301,9 +297,7 @@ void scheduler<Model>::enter(std::int32_t i) {
 
 template <class Model>
 void scheduler<Model>::leave(std::int32_t i) {
-  if (occupant_ != i)
-    throw invariant_violation("rank " + std::to_string(i) +
-                              " left a critical section it was not in");
+  if (occupant_ != i) throw invariant_violation("rank " + std::to_string(i) + " left a critical section it was not in");
   occupant_ = -1;
   last_exit_ = now_;
   r_.end_time = now_;
@@ -311,20 +305,23 @@ void scheduler<Model>::leave(std::int32_t i) {
   if (w_.think.always_zero())
     issue(i);
   else
-    schedule(now_ + w_.think.sample(rng_[static_cast<std::size_t>(i)]), event::type::lock,
-             msg_kind::request, i, 0, 0);
+    schedule(now_ + w_.think.sample(rng_[static_cast<std::size_t>(i)]), event::type::lock, msg_kind::request, i, 0, 0);
 }
 
 template <class Model>
 raw_results scheduler<Model>::run(const progress_fn& progress, std::uint64_t progress_every) {
   for (std::int32_t i : w_.active)
-    schedule(w_.think.sample(rng_[static_cast<std::size_t>(i)]), event::type::lock,
-             msg_kind::request, i, 0, 0);
+    schedule(w_.think.sample(rng_[static_cast<std::size_t>(i)]), event::type::lock, msg_kind::request, i, 0, 0);
   constexpr std::size_t lookahead = 8;  // prefetch for the delivery this many casts ahead
   std::uint64_t next_report = progress_every;
   for (;;) {
     // The earliest of the heap's top and the (few) lane fronts.
-    enum class src { none, heap, cast, delay } from = src::none;
+    enum class src {
+      none,
+      heap,
+      cast,
+      delay
+    } from = src::none;
     std::size_t which = 0;
     ps_t t = 0;
     std::uint64_t tie = 0;
@@ -369,15 +366,13 @@ raw_results scheduler<Model>::run(const progress_fn& progress, std::uint64_t pro
 template <class Model>
 void scheduler<Model>::verify_end() const {
   if (occupant_ >= 0)
-    throw invariant_violation("run ended with rank " + std::to_string(occupant_) +
-                              " in its critical section");
+    throw invariant_violation("run ended with rank " + std::to_string(occupant_) + " in its critical section");
   if (r_.entries != issued_)
-    throw invariant_violation("" + std::to_string(issued_) + " requests but " +
-                              std::to_string(r_.entries) + " critical-section entries");
+    throw invariant_violation("" + std::to_string(issued_) + " requests but " + std::to_string(r_.entries) +
+                              " critical-section entries");
   for (std::size_t k = 0; k < requesting_.size(); ++k)
     if (requesting_[k])
-      throw invariant_violation("rank " + std::to_string(k) +
-                                " was never served (the run went quiet)");
+      throw invariant_violation("rank " + std::to_string(k) + " was never served (the run went quiet)");
 }
 
 }  // namespace tally::sim

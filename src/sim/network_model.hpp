@@ -31,15 +31,15 @@ namespace tally::sim {
 using ps_t = std::int64_t;  // simulated time or duration, picoseconds
 
 struct network_params {
-  ps_t latency = 0;         // L: wire time, sender port to receiver
-  ps_t overhead = 0;        // o: CPU time per message, paid by sender and by receiver
-  ps_t gap = 0;             // g: minimum time between two injections at one rank
-  double byte_time = 0.0;   // G: picoseconds per payload byte (1/bandwidth)
-  std::uint64_t eager_limit = UINT64_MAX;  // E: largest message sent eagerly, bytes
-  ps_t rendezvous = 0;      // R: extra latency of a message over E bytes
+  ps_t latency = 0;                                   // L: wire time, sender port to receiver
+  ps_t overhead = 0;                                  // o: CPU time per message, paid by sender and by receiver
+  ps_t gap = 0;                                       // g: minimum time between two injections at one rank
+  double byte_time = 0.0;                             // G: picoseconds per payload byte (1/bandwidth)
+  std::uint64_t eager_limit = UINT64_MAX;             // E: largest message sent eagerly, bytes
+  ps_t rendezvous = 0;                                // R: extra latency of a message over E bytes
   std::uint64_t window = protocol::broadcast_window;  // W: 0 = the token waits for the whole broadcast
-  ps_t entry_time = 0;      // e: CPU per LN entry of a token, at the sender and at the receiver
-  ps_t scan_time = 0;       // s: CPU per LN entry of a release's scan, before the token it sends
+  ps_t entry_time = 0;       // e: CPU per LN entry of a token, at the sender and at the receiver
+  ps_t scan_time = 0;        // s: CPU per LN entry of a release's scan, before the token it sends
   ps_t node_entry_time = 0;  // e and s of the node topology's token (two-level)
   ps_t node_scan_time = 0;
 

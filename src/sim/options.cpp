@@ -20,18 +20,15 @@ using text::fmt;
 
 double parse_time(const std::string& opt, const std::string& v) {
   if (v == "0") return 0;
-  static const std::pair<const char*, double> units[] = {
-      {"ns", 1e3}, {"us", 1e6}, {"ms", 1e9}, {"s", 1e12}};
+  static const std::pair<const char*, double> units[] = {{"ns", 1e3}, {"us", 1e6}, {"ms", 1e9}, {"s", 1e12}};
   for (const auto& [u, scale] : units) {
     const std::string unit(u);
     if (v.size() > unit.size() && v.compare(v.size() - unit.size(), unit.size(), unit) == 0) {
       const std::string num = v.substr(0, v.size() - unit.size());
       char* end = nullptr;
       const double x = std::strtod(num.c_str(), &end);
-      if (end == num.c_str() || *end != '\0' || !std::isfinite(x) || x < 0 || x * scale > 9e18)
-        break;
-      if (unit == "s" && !num.empty() && (num.back() == 'n' || num.back() == 'u' || num.back() == 'm'))
-        break;
+      if (end == num.c_str() || *end != '\0' || !std::isfinite(x) || x < 0 || x * scale > 9e18) break;
+      if (unit == "s" && !num.empty() && (num.back() == 'n' || num.back() == 'u' || num.back() == 'm')) break;
       return x * scale;
     }
   }
@@ -50,8 +47,7 @@ duration_dist parse_dist(const std::string& opt, const std::string& v) {
   } else if (v.rfind("uniform:", 0) == 0) {
     const std::string rest = v.substr(8);
     const auto colon = rest.find(':');
-    if (colon == std::string::npos)
-      throw usage_error(opt + ": expected uniform:LO:HI, got '" + v + "'");
+    if (colon == std::string::npos) throw usage_error(opt + ": expected uniform:LO:HI, got '" + v + "'");
     d.kind = duration_dist::shape::uniform;
     d.a = parse_ps(opt, rest.substr(0, colon));
     d.b = parse_ps(opt, rest.substr(colon + 1));
@@ -62,8 +58,7 @@ duration_dist parse_dist(const std::string& opt, const std::string& v) {
   return d;
 }
 
-std::uint64_t parse_uint(const std::string& opt, const std::string& v, std::uint64_t lo,
-                         std::uint64_t hi) {
+std::uint64_t parse_uint(const std::string& opt, const std::string& v, std::uint64_t lo, std::uint64_t hi) {
   std::uint64_t x = 0;
   bool ok = !v.empty() && v.size() <= 20;
   for (char ch : v) {
@@ -74,11 +69,10 @@ std::uint64_t parse_uint(const std::string& opt, const std::string& v, std::uint
     x = x * 10 + static_cast<std::uint64_t>(ch - '0');
   }
   if (!ok || x < lo || x > hi)
-    throw usage_error(opt + ": expected an integer in [" + std::to_string(lo) + ", " +
-                      std::to_string(hi) + "], got '" + v + "'");
+    throw usage_error(opt + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" +
+                      v + "'");
   return x;
 }
-
 
 // What the command line said, before the options are checked against each other.
 struct given {
@@ -111,10 +105,9 @@ constexpr std::uint64_t max_ranks = 1u << 24;
 
 const option_spec option_table[] = {
     {"--ranks", "N", "ranks in the group (2 .. 16777216), required",
-     [](given& g, const std::string& o, const std::string& v) { g.ranks = parse_uint(o, v, 2, max_ranks); },
-     "--nodes"},
-    {"--algorithm", "A", "the lock model (default the first):",
-     [](given& g, const std::string&, const std::string& v) { g.algo = v; }},
+     [](given& g, const std::string& o, const std::string& v) { g.ranks = parse_uint(o, v, 2, max_ranks); }, "--nodes"},
+    {"--algorithm", "A",
+     "the lock model (default the first):", [](given& g, const std::string&, const std::string& v) { g.algo = v; }},
     {"--requests-per-rank", "R", "critical sections per requesting rank (default 100)",
      [](given& g, const std::string& o, const std::string& v) { g.per_rank = parse_uint(o, v, 1, 1ull << 40); },
      "--requests-per-node"},
@@ -142,13 +135,12 @@ const option_spec option_table[] = {
      [](given& g, const std::string& o, const std::string& v) { g.eager = parse_uint(o, v, 0, UINT64_MAX); }},
     {"--rendezvous", "T", "R: extra latency of a message over E bytes",
      [](given& g, const std::string& o, const std::string& v) { g.rendezvous = parse_ps(o, v); }},
-    {"--entry-time", "T",
-     "e: CPU per LN entry of a token, at the sender\n(encoding) and at the receiver (decoding)",
+    {"--entry-time", "T", "e: CPU per LN entry of a token, at the sender\n(encoding) and at the receiver (decoding)",
      [](given& g, const std::string& o, const std::string& v) { g.entry_time = parse_ps(o, v); }},
-    {"--scan-time", "T",
-     "s: CPU per LN entry of a release's scan for fresh\nrequests, before the token it sends",
+    {"--scan-time", "T", "s: CPU per LN entry of a release's scan for fresh\nrequests, before the token it sends",
      [](given& g, const std::string& o, const std::string& v) { g.scan_time = parse_ps(o, v); }},
-    {"--node-entry-time", "T", "two-level: e of the node topology's token (its own\nhop: LN is copied into the node's shared state)",
+    {"--node-entry-time", "T",
+     "two-level: e of the node topology's token (its own\nhop: LN is copied into the node's shared state)",
      [](given& g, const std::string& o, const std::string& v) { g.node_entry_time = parse_ps(o, v); }},
     {"--node-scan-time", "T", "two-level: s of the node topology's token",
      [](given& g, const std::string& o, const std::string& v) { g.node_scan_time = parse_ps(o, v); }},
@@ -162,7 +154,8 @@ const option_spec option_table[] = {
      [](given& g, const std::string& o, const std::string& v) { g.per_node = parse_uint(o, v, 1, max_ranks); }},
     {"--pass-bound", "B", "two-level: local grants in a row while another node\nwaits (default 16, as the runtime's)",
      [](given& g, const std::string& o, const std::string& v) { g.bound = parse_uint(o, v, 1, 1u << 20); }},
-    {"--local-grant", "T", "two-level: a grant inside a node, unlock to the\nwaiter's entry (default: the calibrated shm value)",
+    {"--local-grant", "T",
+     "two-level: a grant inside a node, unlock to the\nwaiter's entry (default: the calibrated shm value)",
      [](given& g, const std::string& o, const std::string& v) { g.local_grant = parse_ps(o, v); }},
     {"--node-token", "FORM",
      "two-level: the token's body, shorter (default: a\ndelta of the LN entries the receiver's copy lacks\n"
@@ -176,8 +169,7 @@ const option_spec option_table[] = {
      [](given& g, const std::string&, const std::string&) { g.o->progress = true; }},
     {"--no-progress", nullptr, "no progress bar",
      [](given& g, const std::string&, const std::string&) { g.o->progress = false; }},
-    {"--help", nullptr, "this text", [](given& g, const std::string&, const std::string&) { g.o->help = true; },
-     "-h"},
+    {"--help", nullptr, "this text", [](given& g, const std::string&, const std::string&) { g.o->help = true; }, "-h"},
 };
 
 }  // namespace
@@ -243,13 +235,29 @@ options parse_options(const std::vector<std::string>& args) {
     spec->set(g, opt, val);
   }
   // The checks below read what was given by name.
-  auto& ranks = g.ranks; auto& per_rank = g.per_rank; auto& total = g.total; auto& active = g.active;
-  auto& latency = g.latency; auto& overhead = g.overhead; auto& gap = g.gap; auto& byte_time = g.byte_time;
-  auto& eager = g.eager; auto& rendezvous = g.rendezvous; auto& entry_time = g.entry_time;
-  auto& scan_time = g.scan_time; auto& node_entry_time = g.node_entry_time;
-  auto& node_scan_time = g.node_scan_time; auto& window = g.window; auto& algo = g.algo; auto& cs = g.cs;
-  auto& think = g.think; auto& seed = g.seed; auto& per_node = g.per_node; auto& bound = g.bound;
-  auto& local_grant = g.local_grant; auto& node_token = g.node_token;
+  auto& ranks = g.ranks;
+  auto& per_rank = g.per_rank;
+  auto& total = g.total;
+  auto& active = g.active;
+  auto& latency = g.latency;
+  auto& overhead = g.overhead;
+  auto& gap = g.gap;
+  auto& byte_time = g.byte_time;
+  auto& eager = g.eager;
+  auto& rendezvous = g.rendezvous;
+  auto& entry_time = g.entry_time;
+  auto& scan_time = g.scan_time;
+  auto& node_entry_time = g.node_entry_time;
+  auto& node_scan_time = g.node_scan_time;
+  auto& window = g.window;
+  auto& algo = g.algo;
+  auto& cs = g.cs;
+  auto& think = g.think;
+  auto& seed = g.seed;
+  auto& per_node = g.per_node;
+  auto& bound = g.bound;
+  auto& local_grant = g.local_grant;
+  auto& node_token = g.node_token;
   if (o.help) return o;
   if (!ranks) throw usage_error("--ranks is required");
   if (per_rank && total) throw usage_error("--requests-per-rank and --total-requests exclude each other");
@@ -263,8 +271,8 @@ options parse_options(const std::vector<std::string>& args) {
   c.algorithm = algo;
 
   const auto& presets = network_presets();
-  const auto p = std::find_if(presets.begin(), presets.end(),
-                              [&](const network_preset& x) { return c.network_name == x.name; });
+  const auto p =
+      std::find_if(presets.begin(), presets.end(), [&](const network_preset& x) { return c.network_name == x.name; });
   if (p == presets.end()) {
     std::string names;
     for (const network_preset& x : presets) names += (names.empty() ? "" : " or ") + std::string(x.name);
@@ -305,8 +313,7 @@ options parse_options(const std::vector<std::string>& args) {
   workload& w = c.load;
   w.ranks = static_cast<std::int32_t>(*ranks);
   const std::uint64_t k = active.value_or(*ranks);
-  if (k > *ranks)
-    throw usage_error("--active: " + std::to_string(k) + " exceeds --ranks " + std::to_string(*ranks));
+  if (k > *ranks) throw usage_error("--active: " + std::to_string(k) + " exceeds --ranks " + std::to_string(*ranks));
   for (std::uint64_t a = 1; a <= k; ++a)  // evenly spread, the last rank always among them
     w.active.push_back(static_cast<std::int32_t>(a * *ranks / k - 1));
   w.cs = cs;
@@ -320,8 +327,7 @@ options parse_options(const std::vector<std::string>& args) {
   if (c.algorithm == "suzuki-kasami") {
     // Each instantiated rank holds RN[n] (8 bytes each) and n bytes of scratch.
     const double need = 9.0 * static_cast<double>(*ranks) * static_cast<double>(k + 1);
-    const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                        static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
     if (have > 0 && need > 0.75 * have)
       throw usage_error(fmt("suzuki-kasami with %" PRIu64 " ranks, %" PRIu64
                             " requesting, needs about %.1f GiB of RN rows (9 x N x active "

@@ -33,8 +33,8 @@ extern const ps_t shm_local_grant;
 
 struct run_config {
   std::string algorithm = "suzuki-kasami";  // a model's name (models())
-  std::string network_name = "shm";  // preset the parameters started from
-  network_params net{};               // between nodes (every message when R = 0)
+  std::string network_name = "shm";         // preset the parameters started from
+  network_params net{};                     // between nodes (every message when R = 0)
   workload load{};
   // Nodes: ranks [kR, (k+1)R) share node k, and a point-to-point message inside a
   // node costs `intra` (the shm preset) in every model. R = 0: one rank per node.
@@ -80,8 +80,8 @@ summary summarize(raw_results r, const workload& w);
 
 // One lock model that tally-sim run can simulate: a row of models().
 struct model_entry {
-  const char* name;                // --algorithm value, and the report's name
-  const char* about;               // one line for --help
+  const char* name;                 // --algorithm value, and the report's name
+  const char* about;                // one line for --help
   std::span<const msg_kind> kinds;  // the message kinds it sends, for the report
   summary (*simulate)(const run_config&, const progress_fn&, std::uint64_t progress_every);
 };
@@ -91,8 +91,7 @@ const model_entry* find_model(std::string_view name) noexcept;
 
 // Runs one simulation. Throws invariant_violation if a simulator check fails,
 // protocol::bad_argument for an unknown algorithm or a bad workload.
-summary simulate(const run_config& cfg, const progress_fn& progress = {},
-                 std::uint64_t progress_every = 1u << 20);
+summary simulate(const run_config& cfg, const progress_fn& progress = {}, std::uint64_t progress_every = 1u << 20);
 
 std::string report_json(const run_config& cfg, const summary& s);
 std::string report_table(const run_config& cfg, const summary& s);
@@ -104,8 +103,7 @@ std::string duration_text(ps_t ps);
 // simulator check failed, 2 usage error (message on err). The report goes to out;
 // wall-clock figures and the progress bar go to err, so out depends only on args.
 // The progress bar is drawn when err_is_tty, unless --progress/--no-progress say.
-int run_command(std::span<const std::string_view> args, std::ostream& out, std::ostream& err,
-                bool err_is_tty);
+int run_command(std::span<const std::string_view> args, std::ostream& out, std::ostream& err, bool err_is_tty);
 
 namespace run {
 // The subcommand table's entry point: run_command, with err_is_tty true iff err is

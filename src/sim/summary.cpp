@@ -22,8 +22,7 @@ std::uint64_t max_bypass(const std::vector<ps_t>& issued) {
   std::vector<std::uint64_t> tree(times.size() + 1, 0);
   std::uint64_t best = 0, seen = 0;
   for (ps_t t : issued) {
-    const auto rank =
-        static_cast<std::size_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin()) + 1;
+    const auto rank = static_cast<std::size_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin()) + 1;
     std::uint64_t at_or_before = 0;  // earlier entries issued at or before t
     for (std::size_t i = rank; i > 0; i -= i & (~i + 1)) at_or_before += tree[i];
     best = std::max(best, seen - at_or_before);
@@ -78,8 +77,7 @@ summary summarize(raw_results r, const workload& w) {
     const auto k = static_cast<std::size_t>(i);
     entries.push_back(static_cast<double>(r.entries_per_rank[k]));
     if (r.entries_per_rank[k] > 0)
-      waits.push_back(static_cast<double>(r.wait_sum_per_rank[k]) /
-                      static_cast<double>(r.entries_per_rank[k]));
+      waits.push_back(static_cast<double>(r.wait_sum_per_rank[k]) / static_cast<double>(r.entries_per_rank[k]));
   }
   s.jain_entries = jain(entries);
   s.jain_wait = jain(waits);

@@ -104,11 +104,16 @@ std::uint64_t uncontended_cost(int rank, int n, bool retained) {
     return same ? 0 : static_cast<std::uint64_t>(node_count());
   }
 #endif
-  if constexpr (std::is_same_v<L, ricart_agrawala>) return 2 * (un - 1);
-  else if constexpr (std::is_same_v<L, lock_server>) return home ? 0 : 3;  // REQUEST, GRANT, RELEASE
-  else if constexpr (std::is_same_v<L, win_lock>) return home ? 0 : 3;     // lock, get, unlock
-  else if constexpr (std::is_same_v<L, rma_mcs>) return home ? 0 : 2;      // swap tail, CAS tail
-  else return retained ? 0 : un;  // tally: n-1 REQUESTs + 1 token, or nothing
+  if constexpr (std::is_same_v<L, ricart_agrawala>)
+    return 2 * (un - 1);
+  else if constexpr (std::is_same_v<L, lock_server>)
+    return home ? 0 : 3;  // REQUEST, GRANT, RELEASE
+  else if constexpr (std::is_same_v<L, win_lock>)
+    return home ? 0 : 3;  // lock, get, unlock
+  else if constexpr (std::is_same_v<L, rma_mcs>)
+    return home ? 0 : 2;  // swap tail, CAS tail
+  else
+    return retained ? 0 : un;  // tally: n-1 REQUESTs + 1 token, or nothing
 }
 
 template <class L>
@@ -146,8 +151,7 @@ TYPED_TEST(LockKind, MutualExclusion) {
   }
   barrier_polling(poll);
   EXPECT_EQ(sum_all(overlaps), 0u);
-  EXPECT_EQ(max_all(static_cast<std::uint64_t>(counter.value())),
-            static_cast<std::uint64_t>(n) * entries);
+  EXPECT_EQ(max_all(static_cast<std::uint64_t>(counter.value())), static_cast<std::uint64_t>(n) * entries);
 }
 
 TYPED_TEST(LockKind, EachUncontendedEntryCostsExactlyItsMessages) {

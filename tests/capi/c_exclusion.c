@@ -76,8 +76,8 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     const int64_t expected = (int64_t)ITERATIONS * size;
     ok = base[0] == expected && all_overlaps == 0;
-    printf("c_exclusion: %s: count %lld of %lld, %ld overlaps, %d ranks\n", ok ? "ok" : "FAILED",
-           (long long)base[0], (long long)expected, all_overlaps, size);
+    printf("c_exclusion: %s: count %lld of %lld, %ld overlaps, %d ranks\n", ok ? "ok" : "FAILED", (long long)base[0],
+           (long long)expected, all_overlaps, size);
   }
   if (st.acquisitions != ITERATIONS) ok = 0;
   rma_window_free(&w);

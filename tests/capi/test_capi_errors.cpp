@@ -33,8 +33,7 @@ TEST(CErrors, InvalidArguments) {
   tally_options_init(&o);
   std::memcpy(&o.poll, &bad_enum, sizeof o.poll);
   EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_ERR_ARG);
-  EXPECT_EQ(tally_mutex_create_payload(MPI_COMM_WORLD, nullptr, TALLY_MAX_PAYLOAD_BYTES + 1, &m),
-            TALLY_ERR_ARG);
+  EXPECT_EQ(tally_mutex_create_payload(MPI_COMM_WORLD, nullptr, TALLY_MAX_PAYLOAD_BYTES + 1, &m), TALLY_ERR_ARG);
   tally_options_init(&o);
   o.poll_interval_us = 4294967295u;  // about 71 minutes between polls
   EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_ERR_ARG);
@@ -88,9 +87,7 @@ TEST(CErrors, MessagesNameTheCFunction) {
   // What C++ reports as "tally: unlock: ..." a C caller reads in C names.
   tally_mutex m = nullptr;
   ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, &m), TALLY_SUCCESS);
-  auto says = [](const char* prefix) {
-    return std::string(tally_last_error()).starts_with(prefix);
-  };
+  auto says = [](const char* prefix) { return std::string(tally_last_error()).starts_with(prefix); };
   EXPECT_EQ(tally_mutex_unlock(m), TALLY_ERR_NOT_OWNER);
   EXPECT_TRUE(says("tally: tally_mutex_unlock: calling thread does not hold")) << tally_last_error();
   ASSERT_EQ(tally_mutex_lock(m), TALLY_SUCCESS);

@@ -37,7 +37,14 @@ namespace tally::check::explore {
 // or node's integer type; Seq: a REQUEST sequence's (a model picks the narrowest).
 template <class Id, class Seq>
 struct trace_move {
-  enum class kind : std::uint8_t { none, request, withdraw, deliver, token, exit };
+  enum class kind : std::uint8_t {
+    none,
+    request,
+    withdraw,
+    deliver,
+    token,
+    exit
+  };
   kind what = kind::none;
   Id a = 0, b = 0;  // request/withdraw/exit: rank a; deliver: a's REQUEST to b
   Seq seq = 0;      // deliver: the REQUEST's sequence
@@ -47,8 +54,7 @@ struct trace_move {
       case kind::none: return "";
       case kind::request: return "request " + std::to_string(a);
       case kind::withdraw: return "withdraw " + std::to_string(a);
-      case kind::deliver:
-        return "deliver " + std::to_string(a) + " " + std::to_string(b) + " " + std::to_string(seq);
+      case kind::deliver: return "deliver " + std::to_string(a) + " " + std::to_string(b) + " " + std::to_string(seq);
       case kind::token: return "token";
       case kind::exit: return "exit " + std::to_string(a);
     }
@@ -92,9 +98,7 @@ class visited_set {
     std::uint32_t tag = 0;
     std::uint32_t id1 = 0;  // id + 1; 0 marks an empty slot
   };
-  std::string_view key(std::uint32_t id) const {
-    return {bytes_.data() + ends_[id], ends_[id + 1] - ends_[id]};
-  }
+  std::string_view key(std::uint32_t id) const { return {bytes_.data() + ends_[id], ends_[id + 1] - ends_[id]}; }
   void rehash(std::size_t slots) {  // slots: a power of two
     std::vector<slot> old(slots);
     old.swap(slots_);
@@ -248,8 +252,8 @@ void check(Model m, const std::string& what, std::uint64_t floor) {
   e.reserve(floor + floor / 8);
   const std::optional<std::string> failure = e.run();
   std::ostringstream summary;
-  summary << "model check " << what << ": " << e.states() << " states, " << e.transitions()
-          << " transitions, " << e.terminal() << " terminal, depth " << e.depth();
+  summary << "model check " << what << ": " << e.states() << " states, " << e.transitions() << " transitions, "
+          << e.terminal() << " terminal, depth " << e.depth();
   std::cout << summary.str() << std::endl;
   testing::Test::RecordProperty("states", std::to_string(e.states()));
   testing::Test::RecordProperty("transitions", std::to_string(e.transitions()));

@@ -33,8 +33,8 @@
 
 namespace {
 
-using tally::protocol::rank_t;
 using tally::check::cohort_world;
+using tally::protocol::rank_t;
 namespace explore = tally::check::explore;
 
 struct bounds {
@@ -121,8 +121,7 @@ struct cohort_model {
             }))
           return f;
       if (b.withdraw && p == phase::waiting)
-        if (auto f = take(move{move::kind::withdraw, r}, false, [&](state& t) { return t.w.withdraw(g); }))
-          return f;
+        if (auto f = take(move{move::kind::withdraw, r}, false, [&](state& t) { return t.w.withdraw(g); })) return f;
       if (p == phase::in_cs)
         if (auto f = take(move{move::kind::exit, r}, true, [&](state& t) { return t.w.exit(g); })) return f;
     }
@@ -147,8 +146,8 @@ struct cohort_model {
 
 void check(bounds b, std::uint64_t floor) {
   explore::check(cohort_model{b},
-                 "cohort " + std::to_string(b.nodes) + "x" + std::to_string(b.per_node) + " B=" +
-                     std::to_string(b.pass_bound) + " budget=" + std::to_string(int{b.budget}) +
+                 "cohort " + std::to_string(b.nodes) + "x" + std::to_string(b.per_node) +
+                     " B=" + std::to_string(b.pass_bound) + " budget=" + std::to_string(int{b.budget}) +
                      (b.budget_node0 ? " (node 0: " + std::to_string(int{b.budget_node0}) + ")" : "") + " owner node " +
                      std::to_string(b.owner_node) + (b.withdraw ? " +withdraw" : ""),
                  floor);

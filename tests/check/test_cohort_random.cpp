@@ -21,8 +21,8 @@
 
 namespace {
 
-using tally::protocol::rank_t;
 using tally::check::cohort_world;
+using tally::protocol::rank_t;
 using phase = cohort_world::phase;
 
 struct totals {
@@ -90,8 +90,7 @@ class random_run {
       const phase p = w_.phase_of(rank_t(r));
       (p == phase::idle ? idle : p == phase::waiting ? waiting : in_cs).push_back(r);
     }
-    const std::uint64_t weight[5] = {draining || idle.empty() ? 0u : 12u,
-                                     draining || waiting.empty() ? 0u : 1u,
+    const std::uint64_t weight[5] = {draining || idle.empty() ? 0u : 12u, draining || waiting.empty() ? 0u : 1u,
                                      w_.pending().empty() ? 0u : 10u, w_.token_in_flight() ? 6u : 0u,
                                      in_cs.empty() ? 0u : 8u};
     std::uint64_t sum = 0;
@@ -157,9 +156,8 @@ void run_seeds(std::uint64_t first, std::uint64_t count, std::int32_t max_nodes,
     random_run r(seed, max_nodes, max_per_node);
     if (auto f = r.run(t)) FAIL() << "seed " << seed << ": " << *f << "\nthe run:\n" << r.trace();
   }
-  std::cout << "cohort random schedules: " << t.runs << " runs, " << t.steps << " steps, " << t.entries
-            << " entries, " << t.handoffs << " local handoffs, " << t.bound_releases << " bound releases, "
-            << t.tokens << " tokens\n";
+  std::cout << "cohort random schedules: " << t.runs << " runs, " << t.steps << " steps, " << t.entries << " entries, "
+            << t.handoffs << " local handoffs, " << t.bound_releases << " bound releases, " << t.tokens << " tokens\n";
   // Nothing vacuous: every kind of outcome happened.
   EXPECT_EQ(t.runs, count);
   EXPECT_GT(t.handoffs, 0u);

@@ -30,9 +30,9 @@
 
 namespace {
 
+using tally::check::world;
 using tally::protocol::mode;
 using tally::protocol::rank_t;
-using tally::check::world;
 namespace explore = tally::check::explore;
 
 struct bounds {
@@ -84,8 +84,8 @@ struct flat_model {
 
   std::optional<std::string> check(const state& s) const {
     if (auto v = s.w.violation()) return "invariant broken: " + *v;
-    const bool busy = std::any_of(s.w.peers().begin(), s.w.peers().end(),
-                                  [](const auto& nd) { return nd.mode() != mode::idle; });
+    const bool busy =
+        std::any_of(s.w.peers().begin(), s.w.peers().end(), [](const auto& nd) { return nd.mode() != mode::idle; });
     if (busy && !s.w.can_progress()) return "deadlock: a rank waits but no step is enabled";
     return std::nullopt;
   }
@@ -110,8 +110,7 @@ struct flat_model {
             }))
           return f;
       if (b.withdraw && nd.mode() == mode::requesting && !nd.withdrawn())
-        if (auto f = take(move{move::kind::withdraw, a}, false, [&](state& t) { return t.w.withdraw(r); }))
-          return f;
+        if (auto f = take(move{move::kind::withdraw, a}, false, [&](state& t) { return t.w.withdraw(r); })) return f;
       if (nd.mode() == mode::in_cs)
         if (auto f = take(move{move::kind::exit, a}, true, [&](state& t) { return t.w.exit(r); })) return f;
     }
@@ -137,8 +136,8 @@ struct flat_model {
 
 void check(bounds b, std::uint64_t floor) {
   explore::check(flat_model{b},
-                 "n=" + std::to_string(b.n) + " budget=" + std::to_string(int{b.budget}) + " owner=" +
-                     std::to_string(b.owner) + (b.withdraw ? " +withdraw" : ""),
+                 "n=" + std::to_string(b.n) + " budget=" + std::to_string(int{b.budget}) +
+                     " owner=" + std::to_string(b.owner) + (b.withdraw ? " +withdraw" : ""),
                  floor);
 }
 using explore::slow_build;

@@ -29,11 +29,11 @@
 
 namespace {
 
+using tally::check::request_msg;
+using tally::check::world;
 using tally::protocol::mode;
 using tally::protocol::rank_t;
 using tally::protocol::seq_t;
-using tally::check::request_msg;
-using tally::check::world;
 
 // What the runs exercised, summed over runs; the test fails if any stays zero.
 struct coverage {
@@ -89,8 +89,8 @@ class random_run {
   std::uint64_t pick(std::uint64_t k) { return rng_() % k; }
   bool chance(std::uint64_t num, std::uint64_t den) { return pick(den) < num; }
   static std::uint64_t key(const request_msg& m) {
-    return (static_cast<std::uint64_t>(m.from.value()) << 48) |
-           (static_cast<std::uint64_t>(m.to.value()) << 32) | m.seq.value();
+    return (static_cast<std::uint64_t>(m.from.value()) << 48) | (static_cast<std::uint64_t>(m.to.value()) << 32) |
+           m.seq.value();
   }
 
   // A held-back REQUEST becomes deliverable when its time is up, or once a later
@@ -147,8 +147,7 @@ class random_run {
           // A new broadcast: hold back some of its REQUESTs for a long time.
           const seq_t s = w_.peer(i).rn(i);
           for (std::int32_t j = 0; j < n_; ++j)
-            if (j != i.value() && chance(1, 6))
-              held_[key({i, rank_t(j), s})] = now_ + 50 + pick(1000);
+            if (j != i.value() && chance(1, 6)) held_[key({i, rank_t(j), s})] = now_ + 50 + pick(1000);
         }
         break;
       }
@@ -162,8 +161,8 @@ class random_run {
       }
       case 2: {
         const request_msg m = *deliverable_msgs[pick(deliverable_msgs.size())];
-        line = "deliver " + std::to_string(m.from.value()) + " " + std::to_string(m.to.value()) +
-               " " + std::to_string(m.seq.value());
+        line = "deliver " + std::to_string(m.from.value()) + " " + std::to_string(m.to.value()) + " " +
+               std::to_string(m.seq.value());
         if (held_.erase(key(m))) ++cov_.held_back;
         if (m.seq <= seq_t(w_.token().ln[m.from.index()])) ++cov_.stale;
         if (w_.peer(m.to).rn(m.from) > m.seq) ++cov_.overtaken;
@@ -191,9 +190,8 @@ class random_run {
         // The runtime's unlock() skips its poll when waiter_known(): it must
         // predict exactly whether the exit hands the token on.
         if (known != w_.flight().has_value())
-          return {true, "waiter_known() was " + std::string(known ? "true" : "false") +
-                            " before `" + line + "`, which " +
-                            (w_.flight() ? "sent" : "kept") + " the token"};
+          return {true, "waiter_known() was " + std::string(known ? "true" : "false") + " before `" + line +
+                            "`, which " + (w_.flight() ? "sent" : "kept") + " the token"};
         break;
       }
     }
@@ -221,11 +219,10 @@ class random_run {
     const auto n1 = static_cast<std::uint64_t>(n_ - 1);
     if (req_sent != n1 * broadcasts || req_received + w_.pending().size() != req_sent ||
         tok_received + (w_.flight() ? 1u : 0u) != tok_sent || w_.messages() != req_sent + tok_sent)
-      return "after `" + line + "`: the message counters disagree (REQUESTs " +
-             std::to_string(req_sent) + " sent, " + std::to_string(req_received) +
-             " received; tokens " + std::to_string(tok_sent) + " sent, " +
-             std::to_string(tok_received) + " received; " + std::to_string(broadcasts) +
-             " broadcasts; " + std::to_string(w_.messages()) + " on the network)";
+      return "after `" + line + "`: the message counters disagree (REQUESTs " + std::to_string(req_sent) + " sent, " +
+             std::to_string(req_received) + " received; tokens " + std::to_string(tok_sent) + " sent, " +
+             std::to_string(tok_received) + " received; " + std::to_string(broadcasts) + " broadcasts; " +
+             std::to_string(w_.messages()) + " on the network)";
     return std::nullopt;
   }
 
@@ -245,8 +242,8 @@ class random_run {
       const std::size_t i = nd.self().index();
       broadcasts += c.broadcasts;
       if (c.acquisitions != locks_[i])
-        return "rank " + std::to_string(i) + " entered " + std::to_string(c.acquisitions) +
-               " times for " + std::to_string(locks_[i]) + " unwithdrawn lock() calls";
+        return "rank " + std::to_string(i) + " entered " + std::to_string(c.acquisitions) + " times for " +
+               std::to_string(locks_[i]) + " unwithdrawn lock() calls";
       if (c.tokens_received != c.broadcasts ||
           c.acquisitions - c.local_acquisitions + withdrawn_served_[i] != c.broadcasts)
         return "rank " + std::to_string(i) + ": broadcasts, tokens and entries disagree";
@@ -281,19 +278,17 @@ void run_seeds(std::uint64_t first, std::uint64_t count, std::int32_t min_n, std
     if (const auto f = r.run()) {
       random_run again(seed, min_n, max_n, true);
       again.run();
-      FAIL() << "seed " << seed << " (n = " << r.n() << "): " << *f
-             << "\nthe run as a trace (tally-sim replay):\n"
+      FAIL() << "seed " << seed << " (n = " << r.n() << "): " << *f << "\nthe run as a trace (tally-sim replay):\n"
              << again.trace();
     }
     total.add(r.cov());
   }
-  std::cout << "random schedules, seeds " << first << ".." << first + count - 1 << ", n in ["
-            << min_n << ", " << max_n << "]: " << total.runs << " runs, " << total.steps
-            << " steps, " << total.remote_entries << " remote and " << total.local_entries
-            << " retained-token entries, " << total.withdraws << " withdraws, " << total.rearms
-            << " re-arms, " << total.withdrawn_served << " tokens routed by withdrawn ranks, "
-            << total.held_back << " held-back, " << total.stale << " stale and " << total.overtaken
-            << " overtaken REQUEST deliveries" << std::endl;
+  std::cout << "random schedules, seeds " << first << ".." << first + count - 1 << ", n in [" << min_n << ", " << max_n
+            << "]: " << total.runs << " runs, " << total.steps << " steps, " << total.remote_entries << " remote and "
+            << total.local_entries << " retained-token entries, " << total.withdraws << " withdraws, " << total.rearms
+            << " re-arms, " << total.withdrawn_served << " tokens routed by withdrawn ranks, " << total.held_back
+            << " held-back, " << total.stale << " stale and " << total.overtaken << " overtaken REQUEST deliveries"
+            << std::endl;
   EXPECT_EQ(total.runs, count);
   EXPECT_GT(total.remote_entries, 0u);
   EXPECT_GT(total.local_entries, 0u);
@@ -326,8 +321,7 @@ TEST(RandomSchedules, RecordedRunsReplay) {
     auto parsed = tally::check::replay::parse(in);
     ASSERT_TRUE(std::holds_alternative<tally::check::replay::script>(parsed)) << "seed " << seed;
     const auto rep = tally::check::replay::execute(std::get<tally::check::replay::script>(parsed));
-    EXPECT_EQ(rep.code, tally::check::replay::outcome::pass)
-        << "seed " << seed << ": " << rep.message;
+    EXPECT_EQ(rep.code, tally::check::replay::outcome::pass) << "seed " << seed << ": " << rep.message;
     EXPECT_EQ(rep.steps, r.cov().steps) << "seed " << seed;
   }
 }

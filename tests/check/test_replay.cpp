@@ -34,10 +34,8 @@ void expect_syntax_error(const std::string& text, std::size_t line, const std::s
 
 TEST(ReplayParse, HeaderForms) {
   for (const char* text :
-       {"ranks 3 owner 2\nexpect holder 2\n",
-        "# comment\n\n  ranks 3   # trailing comment\nowner 2\nexpect holder 2\n",
-        "ranks 3 owner 2\n",
-        "nodes 3 owner 2\n"}) {  // the old spelling of the header, still accepted
+       {"ranks 3 owner 2\nexpect holder 2\n", "# comment\n\n  ranks 3   # trailing comment\nowner 2\nexpect holder 2\n",
+        "ranks 3 owner 2\n", "nodes 3 owner 2\n"}) {  // the old spelling of the header, still accepted
     std::istringstream in(text);
     auto parsed = replay::parse(in);
     ASSERT_TRUE(std::holds_alternative<replay::script>(parsed)) << text;
@@ -107,8 +105,7 @@ TEST(ReplayParse, SyntaxErrorsNameTheLine) {
   expect_syntax_error("ranks 3\nrequest x\n", 2, "expected a rank id, got 'x'");
   expect_syntax_error("ranks 3\nrequest 1 2\n", 2, "unexpected '2'");
   expect_syntax_error("ranks 3\ndeliver 1 3\n", 2, "rank 3 out of range [0, 3)");
-  expect_syntax_error("ranks 3\ndeliver 1 0 99999999999999999999\n", 2,
-                      "expected a sequence number");
+  expect_syntax_error("ranks 3\ndeliver 1 0 99999999999999999999\n", 2, "expected a sequence number");
   expect_syntax_error("ranks 3\ntoken 1\n", 2, "unexpected '1'");
   expect_syntax_error("ranks 3\nexpect\n", 2, "missing what to expect");
   expect_syntax_error("ranks 3\nexpect owner 1\n", 2, "unknown expectation 'owner'");
@@ -137,8 +134,7 @@ TEST(ReplayExecute, PassCountsStepsAndExpects) {
 }
 
 TEST(ReplayExecute, EveryExpectationCanFail) {
-  const std::string prefix =
-      "ranks 3\nrequest 0\nrequest 1\ndeliver 1 0\n";  // rank 0 in CS, rank 1 waiting
+  const std::string prefix = "ranks 3\nrequest 0\nrequest 1\ndeliver 1 0\n";  // rank 0 in CS, rank 1 waiting
   const std::pair<const char*, const char*> cases[] = {
       {"expect holder 1", "expected the token held by rank 1, found it held by rank 0"},
       {"expect holder none", "expected the token in flight, found it held by rank 0"},
@@ -170,8 +166,7 @@ TEST(ReplayExecute, RejectedStepStopsAtItsLine) {
           "expect holder 1\n");  // never reached
   EXPECT_EQ(r.code, outcome::rejected);
   EXPECT_EQ(r.line, 3u);
-  EXPECT_EQ(r.message,
-            "step `exit 0` rejected: exit at rank 0: not in the critical section (rank is idle)");
+  EXPECT_EQ(r.message, "step `exit 0` rejected: exit at rank 0: not in the critical section (rank is idle)");
   EXPECT_EQ(r.steps, 1u);
   EXPECT_EQ(r.expects, 0u);
 }
@@ -181,8 +176,7 @@ TEST(ReplayExecute, WithdrawAndRearm) {
   EXPECT_EQ(r.code, outcome::rejected);
   EXPECT_EQ(r.line, 5u);
   EXPECT_NE(r.message.find("not requesting"), std::string::npos) << r.message;
-  EXPECT_EQ(run("ranks 2\nrequest 1\nwithdraw 1\nrequest 1\nexpect messages = 1\n").code,
-            outcome::pass);
+  EXPECT_EQ(run("ranks 2\nrequest 1\nwithdraw 1\nrequest 1\nexpect messages = 1\n").code, outcome::pass);
 }
 
 TEST(ReplayFile, MissingFileIsAClearRejection) {
@@ -190,8 +184,7 @@ TEST(ReplayFile, MissingFileIsAClearRejection) {
   EXPECT_EQ(r.code, outcome::rejected);
   EXPECT_EQ(r.line, 0u);
   EXPECT_EQ(r.message, "cannot read trace: No such file or directory");
-  EXPECT_EQ(replay::format(r, "x.trace"),
-            "x.trace: cannot read trace: No such file or directory\n");
+  EXPECT_EQ(replay::format(r, "x.trace"), "x.trace: cannot read trace: No such file or directory\n");
   EXPECT_EQ(replay::run_file("/").message, "cannot read trace: it is a directory");
 }
 
@@ -199,11 +192,8 @@ TEST(ReplayFormat, NamesFileAndLine) {
   const auto failed = run("ranks 2\nexpect holder 1\n");
   const std::string text = replay::format(failed, "t.trace");
   EXPECT_EQ(text.rfind("t.trace:2: `expect holder 1` failed: ", 0), 0u) << text;
-  EXPECT_NE(text.find("state after line 2:\n  rank 0: idle, holds the token, RN = [0 0]\n"),
-            std::string::npos)
-      << text;
-  EXPECT_EQ(replay::format(run("ranks 2\nrequest 0\n"), "ok.trace"),
-            "ok.trace: pass (1 steps, 0 expects)\n");
+  EXPECT_NE(text.find("state after line 2:\n  rank 0: idle, holds the token, RN = [0 0]\n"), std::string::npos) << text;
+  EXPECT_EQ(replay::format(run("ranks 2\nrequest 0\n"), "ok.trace"), "ok.trace: pass (1 steps, 0 expects)\n");
 }
 
 TEST(ReplayMain, UsageAndExitStatus) {

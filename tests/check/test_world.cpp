@@ -10,16 +10,16 @@
 
 namespace {
 
+using tally::check::in_flight;
+using tally::check::request_msg;
+using tally::check::verdict;
+using tally::check::world;
 using tally::protocol::ln_t;
 using tally::protocol::mode;
 using tally::protocol::peer;
 using tally::protocol::rank_t;
 using tally::protocol::seq_t;
 using tally::protocol::token;
-using tally::check::in_flight;
-using tally::check::request_msg;
-using tally::check::verdict;
-using tally::check::world;
 
 std::vector<std::uint64_t> code(const world& w) {
   std::vector<std::uint64_t> out;
@@ -76,8 +76,7 @@ TEST(World, RefusedStepsChangeNothing) {
   expect_refused(
       w, [](world& x) { return x.deliver_token(); }, "no token in flight");
   expect_refused(
-      w, [](world& x) { return x.deliver(rank_t(2), rank_t(0)); },
-      "no pending REQUEST from rank 2");
+      w, [](world& x) { return x.deliver(rank_t(2), rank_t(0)); }, "no pending REQUEST from rank 2");
   expect_refused(
       w, [](world& x) { return x.deliver(rank_t(1), rank_t(0), seq_t(2)); }, "with sequence 2");
   expect_refused(
@@ -149,8 +148,7 @@ TEST(World, RegressionFromCatchesDecreases) {
   ASSERT_TRUE(w.request(rank_t(1)));
   const world requested = w;
   EXPECT_FALSE(w.regression_from(start));
-  EXPECT_NE(start.regression_from(requested).value_or("").find("RN_1[1] decreased"),
-            std::string::npos);
+  EXPECT_NE(start.regression_from(requested).value_or("").find("RN_1[1] decreased"), std::string::npos);
   ASSERT_TRUE(w.deliver(rank_t(1), rank_t(0)));
   ASSERT_TRUE(w.deliver_token());
   ASSERT_TRUE(w.exit(rank_t(1)));  // LN[1] = 1
@@ -160,8 +158,7 @@ TEST(World, RegressionFromCatchesDecreases) {
   ASSERT_TRUE(older.lock().ok());
   ASSERT_TRUE(older.on_token(token{std::vector<ln_t>(2), {}}).ok());
   const world rewound = world::assemble({w.peer(rank_t(0)), older}, {});
-  EXPECT_NE(rewound.regression_from(w).value_or("").find("LN[1] decreased from 1 to 0"),
-            std::string::npos)
+  EXPECT_NE(rewound.regression_from(w).value_or("").find("LN[1] decreased from 1 to 0"), std::string::npos)
       << rewound.regression_from(w).value_or("");
 }
 
@@ -169,8 +166,7 @@ TEST(World, AssembleRejectsPartsTheChecksCannotIndex) {
   EXPECT_THROW(world::assemble({}, {}), tally::protocol::bad_argument);
   std::vector<peer> swapped{peer(rank_t(1), 2, rank_t(0)), peer(rank_t(0), 2, rank_t(0))};
   EXPECT_THROW(world::assemble(swapped, {}), tally::protocol::bad_argument);
-  EXPECT_THROW(world::assemble(fresh_peers(2, 0), {{rank_t(1), rank_t(2), seq_t(1)}}),
-               tally::protocol::bad_argument);
+  EXPECT_THROW(world::assemble(fresh_peers(2, 0), {{rank_t(1), rank_t(2), seq_t(1)}}), tally::protocol::bad_argument);
   EXPECT_THROW(world::assemble(fresh_peers(2, 0), {}, in_flight{rank_t(1), token{{ln_t{0}}, {}}}),
                tally::protocol::bad_argument);
   EXPECT_FALSE(world::assemble(fresh_peers(2, 0), {}).violation());
@@ -181,8 +177,7 @@ TEST(World, ViolationCatchesTwoTokensAndNone) {
   EXPECT_NE(broken(world::assemble(two, {})).find("token count is 2"), std::string::npos);
   std::vector<peer> none{peer(rank_t(0), 2, rank_t(1)), peer(rank_t(1), 2, rank_t(0))};
   EXPECT_NE(broken(world::assemble(none, {})).find("token count is 0"), std::string::npos);
-  EXPECT_NE(broken(world::assemble(fresh_peers(2, 0), {},
-                                   in_flight{rank_t(1), token{std::vector<ln_t>(2), {}}}))
+  EXPECT_NE(broken(world::assemble(fresh_peers(2, 0), {}, in_flight{rank_t(1), token{std::vector<ln_t>(2), {}}}))
                 .find("token count is 2"),
             std::string::npos);
 }
@@ -191,17 +186,14 @@ TEST(World, ViolationCatchesRnAheadOfItsOwner) {
   std::vector<peer> v = fresh_peers(3, 0);
   ASSERT_TRUE(v[0].lock().ok());                           // in CS: defers
   ASSERT_TRUE(v[0].on_request(rank_t(2), seq_t(5)).ok());  // rank 2 never asked
-  EXPECT_NE(broken(world::assemble(v, {})).find("RN_0[2] = 5 exceeds RN_2[2] = 0"),
-            std::string::npos);
+  EXPECT_NE(broken(world::assemble(v, {})).find("RN_0[2] = 5 exceeds RN_2[2] = 0"), std::string::npos);
 }
 
 TEST(World, ViolationCatchesRequesterWithoutFreshBroadcast) {
   std::vector<peer> v = fresh_peers(3, 0);
   ASSERT_TRUE(v[1].lock().ok());  // broadcast #1, but nothing pending and nobody told
-  EXPECT_NE(broken(world::assemble(v, {})).find("REQUEST #1 neither reached rank 0"),
-            std::string::npos);
-  const std::vector<request_msg> sent{{rank_t(1), rank_t(0), seq_t(1)},
-                                      {rank_t(1), rank_t(2), seq_t(1)}};
+  EXPECT_NE(broken(world::assemble(v, {})).find("REQUEST #1 neither reached rank 0"), std::string::npos);
+  const std::vector<request_msg> sent{{rank_t(1), rank_t(0), seq_t(1)}, {rank_t(1), rank_t(2), seq_t(1)}};
   EXPECT_EQ(broken(world::assemble(v, sent)), "");
   std::vector<request_msg> twice = sent;
   twice.push_back(sent[0]);
@@ -209,15 +201,13 @@ TEST(World, ViolationCatchesRequesterWithoutFreshBroadcast) {
 }
 
 TEST(World, ViolationCatchesFabricatedPendingRequest) {
-  EXPECT_NE(broken(world::assemble(fresh_peers(2, 0), {{rank_t(1), rank_t(0), seq_t(1)}}))
-                .find("was never issued"),
+  EXPECT_NE(broken(world::assemble(fresh_peers(2, 0), {{rank_t(1), rank_t(0), seq_t(1)}})).find("was never issued"),
             std::string::npos);
 }
 
 TEST(World, ViolationCatchesBadQueueMembers) {
   // Rank 1 enters with a token whose Q names rank 2, which is idle.
-  std::vector<peer> v{peer(rank_t(0), 3, rank_t(1)), peer(rank_t(1), 3, rank_t(0)),
-                      peer(rank_t(2), 3, rank_t(0))};
+  std::vector<peer> v{peer(rank_t(0), 3, rank_t(1)), peer(rank_t(1), 3, rank_t(0)), peer(rank_t(2), 3, rank_t(0))};
   ASSERT_TRUE(v[1].lock().ok());
   ASSERT_TRUE(v[0].on_request(rank_t(1), seq_t(1)).ok());
   ASSERT_TRUE(v[2].on_request(rank_t(1), seq_t(1)).ok());

@@ -25,8 +25,10 @@ struct node_fixture {
   cohort c;
 
   node_fixture(std::vector<std::int32_t> node_of_, std::int32_t node, std::uint32_t bound, std::int32_t owner)
-      : node_of(std::move(node_of_)), layout(cohort_layout::of(count(node_of, -1), count(node_of, node))),
-        mem(layout.bytes / 8), c(make(node, bound)) {
+      : node_of(std::move(node_of_)),
+        layout(cohort_layout::of(count(node_of, -1), count(node_of, node))),
+        mem(layout.bytes / 8),
+        c(make(node, bound)) {
     c.reset(owner);
   }
   static std::int32_t count(const std::vector<std::int32_t>& v, std::int32_t node) {
@@ -215,7 +217,7 @@ TEST(Cohort, BroadcastOrderPutsTheLikeliestHolderFirst) {
   using order = std::vector<std::int32_t>;
   auto order_of = [](const cohort& c) { return order(c.broadcast_order().begin(), c.broadcast_order().end()); };
   const std::vector<std::int32_t> four_nodes{0, 1, 2, 3};  // one rank each
-  node_fixture a(four_nodes, 1, 1, 2);  // node 1; the token starts on node 2
+  node_fixture a(four_nodes, 1, 1, 2);                     // node 1; the token starts on node 2
   EXPECT_EQ(order_of(a.c), (order{2, 3, 0}));
   cohort_step s = a.c.lock(0);
   ASSERT_TRUE(s.act.broadcast);
@@ -305,7 +307,7 @@ TEST(Cohort, TokenForAllWithdrawnNodeMovesOnOrStays) {
   const std::vector<std::uint32_t> ln(3);
   const cohort_step s = n.c.on_token(0, ln, {}, by_hand);
   EXPECT_EQ(s.act.token_to, rank_t(2));  // node 2 is fresh: it gets the token
-  EXPECT_EQ(n.c.state().ln[1], 1u);  // node 1's request counts as served
+  EXPECT_EQ(n.c.state().ln[1], 1u);      // node 1's request counts as served
 }
 
 TEST(Cohort, TryLockEntersOnlyAtAnIdleHolderNode) {

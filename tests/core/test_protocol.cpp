@@ -195,7 +195,7 @@ TEST(Peer, LnIsComparedWithRnModulo2To32) {
       }
       const token* t = served ? b.held() : b.outgoing();
       ASSERT_NE(t, nullptr);
-      EXPECT_EQ(t->ln[1], 1u);  // its own request (RN[1] = 1) served
+      EXPECT_EQ(t->ln[1], 1u);                             // its own request (RN[1] = 1) served
       EXPECT_EQ(t->ln[0], served ? low32(seq_t(s)) : 0u);  // sent: the receiver's entry is not carried
     }
   }

@@ -18,18 +18,18 @@
 
 namespace {
 
+using tally::protocol::decode_node_token;
 using tally::protocol::decode_token;
+using tally::protocol::encode_node_token;
 using tally::protocol::encode_token;
 using tally::protocol::ln_t;
-using tally::protocol::rank_t;
-using tally::protocol::token;
-using tally::protocol::token_frame;
-using tally::protocol::token_layout;
-using tally::protocol::decode_node_token;
-using tally::protocol::encode_node_token;
 using tally::protocol::node_token;
 using tally::protocol::node_token_form;
+using tally::protocol::rank_t;
+using tally::protocol::token;
 using tally::protocol::token_form;
+using tally::protocol::token_frame;
+using tally::protocol::token_layout;
 
 // n entries of LN; the queue: `queued` ranks counting down from n - 1, skipping `to`.
 token make(std::size_t n, std::size_t queued, std::size_t to) {
@@ -122,8 +122,8 @@ TEST(TokenCodec, FieldsSitAtTheLayoutsOffsets) {
   ASSERT_EQ(encode_token(token_frame{4, {}}, t, 0, payload, buf), 4 * 4 + 4u);
   std::int32_t slot[4];
   for (std::size_t j = 0; j < 4; ++j) std::memcpy(&slot[j], buf.data() + token_layout::slot_offset(j), 4);
-  EXPECT_EQ(slot[0], 3);     // the receiver's slot: the head
-  EXPECT_EQ(slot[3], 2);     // after 3 comes 2
+  EXPECT_EQ(slot[0], 3);  // the receiver's slot: the head
+  EXPECT_EQ(slot[3], 2);  // after 3 comes 2
   EXPECT_EQ(slot[2], token_layout::end);
   EXPECT_EQ(slot[1], 1007);  // LN[1]
   EXPECT_EQ(buf[token_layout::payload_offset(4)], std::byte{9});
@@ -160,13 +160,14 @@ TEST(TokenCodec, RefusesWhatNoTokenIs) {
   const std::size_t len = encode_token(f, make(n, 1, 0), 0, {}, std::span(buf).first(token_layout::bytes(n)));
   token u;
   const auto refused = [&](std::span<const std::byte> b, std::span<std::byte> payload, std::size_t self = 0) {
-    const bool r = !decode_token(b, f, self, u, payload, marks) && !u.well_formed(static_cast<std::int32_t>(n), rank_t(0));
+    const bool r =
+        !decode_token(b, f, self, u, payload, marks) && !u.well_formed(static_cast<std::int32_t>(n), rank_t(0));
     // The same into a caller's LN span (cohort::ln_inbox): all 0, and a queue of n
     // entries, more than any token's (cohort::on_token refuses it).
     std::vector<ln_t> ln(n, 9);
     std::vector<rank_t> queue;
-    const bool into_span = !decode_token(b, f, self, ln, queue, payload, marks) &&
-                           ln == std::vector<ln_t>(n, 0) && queue.size() == n;
+    const bool into_span =
+        !decode_token(b, f, self, ln, queue, payload, marks) && ln == std::vector<ln_t>(n, 0) && queue.size() == n;
     return r && into_span && marks == std::vector<std::uint8_t>(n, 0);
   };
   ASSERT_TRUE(decode_token(std::span(buf).first(len), f, 0, u, {}, marks));
@@ -191,11 +192,11 @@ TEST(TokenCodec, RefusesWhatNoTokenIs) {
     std::memcpy(b.data(), slot.data(), b.size());
     return b;
   };
-  EXPECT_TRUE(refused(bytes_of({2, 0, 3, 1}), {}));      // 2, 3, 1, 0: back to the receiver
-  EXPECT_TRUE(refused(bytes_of({1, 2, 3, 1}), {}));      // 1, 2, 3, 1: a loop
-  EXPECT_TRUE(refused(bytes_of({2, 0, 2, 0}), {}));      // 2, 2: one rank twice
-  EXPECT_TRUE(refused(bytes_of(with_queue({4})), {}));   // out of range
-  EXPECT_TRUE(refused(bytes_of(with_queue({-2})), {}));  // negative, not the end
+  EXPECT_TRUE(refused(bytes_of({2, 0, 3, 1}), {}));            // 2, 3, 1, 0: back to the receiver
+  EXPECT_TRUE(refused(bytes_of({1, 2, 3, 1}), {}));            // 1, 2, 3, 1: a loop
+  EXPECT_TRUE(refused(bytes_of({2, 0, 2, 0}), {}));            // 2, 2: one rank twice
+  EXPECT_TRUE(refused(bytes_of(with_queue({4})), {}));         // out of range
+  EXPECT_TRUE(refused(bytes_of(with_queue({-2})), {}));        // negative, not the end
   EXPECT_FALSE(refused(bytes_of(with_queue({1, 2, 3})), {}));  // the longest queue
   EXPECT_FALSE(refused(bytes_of(with_queue({})), {}));
   // A one-byte payload pads to four; a pad byte that is not zero is refused.
@@ -306,14 +307,14 @@ TEST(NodeToken, RefusesWhatNoSenderWrites) {
     std::memcpy(b.data() + offset, &v, 4);
     return b;
   };
-  const std::size_t pairs = node_token::trail_bytes + 12 + 4;  // after since, q, one rank
-  EXPECT_FALSE(c.takes(with(pairs, 2)));           // a node the window does not name
-  EXPECT_FALSE(c.takes(with(pairs, 1)));           // node 1 twice
-  EXPECT_FALSE(c.takes(with(pairs, 3)));           // the receiver
-  EXPECT_FALSE(c.takes(with(8, 3)));               // the receiver made the last move
-  EXPECT_FALSE(c.takes(with(8, 64)));              // a node out of range
-  EXPECT_FALSE(c.takes(with(8 + 4 * 12, 2)));      // a sender of a move before move 1
-  EXPECT_FALSE(c.takes(with(8 + 4 * 16, 4)));      // four pairs claimed, three there
+  const std::size_t pairs = node_token::trail_bytes + 12 + 4;   // after since, q, one rank
+  EXPECT_FALSE(c.takes(with(pairs, 2)));                        // a node the window does not name
+  EXPECT_FALSE(c.takes(with(pairs, 1)));                        // node 1 twice
+  EXPECT_FALSE(c.takes(with(pairs, 3)));                        // the receiver
+  EXPECT_FALSE(c.takes(with(8, 3)));                            // the receiver made the last move
+  EXPECT_FALSE(c.takes(with(8, 64)));                           // a node out of range
+  EXPECT_FALSE(c.takes(with(8 + 4 * 12, 2)));                   // a sender of a move before move 1
+  EXPECT_FALSE(c.takes(with(8 + 4 * 16, 4)));                   // four pairs claimed, three there
   EXPECT_FALSE(c.takes(with(node_token::trail_bytes + 8, 2)));  // two queued, one there
   std::vector<std::byte> cut = good;
   cut.pop_back();

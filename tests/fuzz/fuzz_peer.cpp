@@ -28,8 +28,7 @@ token fabricate(tally::fuzz::input& in, std::int32_t n) {
 bool counters_grew(const counters& a, const counters& b) {  // b later than a
   return b.acquisitions >= a.acquisitions && b.local_acquisitions >= a.local_acquisitions &&
          b.requests_sent >= a.requests_sent && b.requests_received >= a.requests_received &&
-         b.tokens_sent >= a.tokens_sent && b.tokens_received >= a.tokens_received &&
-         b.broadcasts >= a.broadcasts;
+         b.tokens_sent >= a.tokens_sent && b.tokens_received >= a.tokens_received && b.broadcasts >= a.broadcasts;
 }
 
 }  // namespace
@@ -70,9 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     switch (s->act.what) {
       case action::kind::none: break;
-      case action::kind::broadcast_request:
-        FUZZ_CHECK(p.mode() == mode::requesting && s->act.seq == p.rn(self));
-        break;
+      case action::kind::broadcast_request: FUZZ_CHECK(p.mode() == mode::requesting && s->act.seq == p.rn(self)); break;
       case action::kind::send_token:
         FUZZ_CHECK(s->act.to != self && s->act.to.value() >= 0 && s->act.to.value() < n);
         FUZZ_CHECK(p.outgoing() && !p.holds_token() && !dest);

@@ -25,8 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const rank_t self(static_cast<std::int32_t>(in.below(static_cast<std::uint32_t>(n))));
   const std::size_t payload_bytes = in.below(16);
   const bool exact = in.take<std::uint8_t>() % 8 != 0;  // mostly the right size
-  const std::uint64_t copy = in.below(24);  // the node token's receiver: its copy's move
-  constexpr std::size_t header = 5;  // the five bytes read above
+  const std::uint64_t copy = in.below(24);              // the node token's receiver: its copy's move
+  constexpr std::size_t header = 5;                     // the five bytes read above
   const std::uint8_t* rest = data + (size < header ? size : header);
   const std::size_t rest_size = size < header ? 0 : size - header;
   // Mostly the length every token of n entries has.

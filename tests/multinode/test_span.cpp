@@ -177,8 +177,6 @@ TEST_P(AcrossNodes, AMutexPerNodeBesideAGlobalOne) {
 
 INSTANTIATE_TEST_SUITE_P(Progress, AcrossNodes,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) {
-                           return p.param == tally::progress_mode::thread ? "thread" : "inline";
-                         });
+                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
 
 }  // namespace

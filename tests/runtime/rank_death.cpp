@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     raise(SIGKILL);
   }
   if (std::strcmp(role, "waiter") == 0 && rank == 0) m.unlock();  // the token goes to the dead
-  m.lock();  // never completes: the token is lost or unreachable
+  m.lock();                                                       // never completes: the token is lost or unreachable
   std::printf("rank_death: rank %d entered, which it cannot have\n", rank);
   m.unlock();
   MPI_Finalize();

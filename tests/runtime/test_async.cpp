@@ -191,8 +191,8 @@ TEST_P(Async, Misuse) {
   expect_error(errc::deadlock, [&] { (void)m.lock_async(); });  // one outstanding per rank
   expect_error(errc::deadlock, [&] { m.lock(); });              // this thread waits on r
   r.wait();
-  EXPECT_TRUE(r.test());  // stays acquired
-  EXPECT_FALSE(r.cancel());  // too late: acquired, held
+  EXPECT_TRUE(r.test());                                        // stays acquired
+  EXPECT_FALSE(r.cancel());                                     // too late: acquired, held
   expect_error(errc::deadlock, [&] { (void)m.lock_async(); });  // this thread holds it
   m.unlock();
   tally::lock_request empty;
@@ -276,10 +276,7 @@ TEST_P(Async, CApi) {
   ASSERT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
 }
 
-INSTANTIATE_TEST_SUITE_P(Progress, Async,
-                         ::testing::Values(progress_mode::in_calls, progress_mode::thread),
-                         [](const auto& p) {
-                           return p.param == progress_mode::thread ? "thread" : "inline";
-                         });
+INSTANTIATE_TEST_SUITE_P(Progress, Async, ::testing::Values(progress_mode::in_calls, progress_mode::thread),
+                         [](const auto& p) { return p.param == progress_mode::thread ? "thread" : "inline"; });
 
 }  // namespace

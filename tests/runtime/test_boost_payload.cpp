@@ -30,7 +30,7 @@ struct journal {
   std::vector<int> entries;  // the ranks, in the order they entered
   template <class Archive>
   void serialize(Archive& a, unsigned /*version*/) {
-    a & title & entries;
+    a& title& entries;
   }
 };
 
@@ -69,8 +69,7 @@ TEST(BoostPayload, AVectorThatGrowsAndShrinks) {
   }
   check_final(g, [&](const std::vector<double>& v) {
     ASSERT_EQ(v.size(), 1u + static_cast<std::size_t>(n) * (rounds / 2) * 2);
-    for (int r = 0; r < n; ++r)
-      EXPECT_EQ(std::count(v.begin(), v.end(), double(r)), (rounds / 2) * 2) << "rank " << r;
+    for (int r = 0; r < n; ++r) EXPECT_EQ(std::count(v.begin(), v.end(), double(r)), (rounds / 2) * 2) << "rank " << r;
   });
 }
 
@@ -87,8 +86,7 @@ TEST(BoostPayload, AMapOfStrings) {
     EXPECT_EQ(m.at("start"), 1);
     EXPECT_EQ(m.at("all"), n * rounds);
     for (int r = 0; r < n; ++r)
-      EXPECT_EQ(m.at("rank " + std::to_string(r) + std::string(static_cast<std::size_t>(r), '*')),
-                rounds);
+      EXPECT_EQ(m.at("rank " + std::to_string(r) + std::string(static_cast<std::size_t>(r), '*')), rounds);
     EXPECT_EQ(m.size(), static_cast<std::size_t>(n) + 2);
   });
 }
@@ -131,8 +129,7 @@ TEST(BoostPayload, AValueOverTheCapacityIsRefusedNotTruncated) {
   } catch (const tally::error& e) {
     refused = true;
     EXPECT_EQ(e.code(), errc::arg);
-    EXPECT_NE(std::string(e.what()).find("the token keeps its previous value"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("the token keeps its previous value"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(refused) << "the guard's destructor stored or dropped a value over the capacity silently";
   // The lock was released: this rank can enter again.

@@ -153,14 +153,11 @@ TEST_P(Threads, ThreadsOfOneRankAreMutuallyExcludedToo) {
   // One broadcast at most per remote entry, even with several threads waiting.
   const tally::stats s = m.stats();
   EXPECT_EQ(s.acquisitions, static_cast<std::uint64_t>(threads * rounds));
-  EXPECT_LE(s.requests_sent, (s.acquisitions - s.local_acquisitions) *
-                                 static_cast<std::uint64_t>(world_size() - 1));
+  EXPECT_LE(s.requests_sent, (s.acquisitions - s.local_acquisitions) * static_cast<std::uint64_t>(world_size() - 1));
 }
 
 INSTANTIATE_TEST_SUITE_P(Progress, Threads,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) {
-                           return p.param == tally::progress_mode::thread ? "thread" : "inline";
-                         });
+                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
 
 }  // namespace

@@ -29,8 +29,8 @@ int iterations() {
 
 // Busy work of a random length (0..max_us) outside any MPI or tally call.
 void think(std::mt19937& rng, int max_us) {
-  const auto until = std::chrono::steady_clock::now() +
-                     std::chrono::microseconds(std::uniform_int_distribution<int>(0, max_us)(rng));
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(std::uniform_int_distribution<int>(0, max_us)(rng));
   while (std::chrono::steady_clock::now() < until) {
   }
 }
@@ -135,8 +135,7 @@ TEST_P(Exclusion, CApiCounterIsExact) {
   ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, &opts, &m), TALLY_SUCCESS);
   const auto r = run_exclusion(
       0, [&] { ASSERT_EQ(tally_mutex_lock(m), TALLY_SUCCESS); },
-      [&] { ASSERT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS); },
-      [&] { ASSERT_EQ(tally_mutex_poll(m), TALLY_SUCCESS); });
+      [&] { ASSERT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS); }, [&] { ASSERT_EQ(tally_mutex_poll(m), TALLY_SUCCESS); });
   EXPECT_EQ(r.overlaps, 0);
   EXPECT_EQ(r.final_count, std::int64_t{iterations()} * world_size());
   tally_stats s;
@@ -148,8 +147,6 @@ TEST_P(Exclusion, CApiCounterIsExact) {
 
 INSTANTIATE_TEST_SUITE_P(Progress, Exclusion,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) {
-                           return p.param == tally::progress_mode::thread ? "thread" : "inline";
-                         });
+                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
 
 }  // namespace

@@ -21,8 +21,7 @@ std::atomic<std::uint64_t> other_sends{0};
 }  // namespace
 
 extern "C" {
-int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-              MPI_Request* req) {
+int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
   if (type == MPI_UINT64_T && count == 1)
     ++request_sends;
   else if (type == MPI_UNSIGNED_LONG_LONG)
@@ -39,8 +38,7 @@ int MPI_Ssend(const void* buf, int count, MPI_Datatype type, int dest, int tag, 
   ++other_sends;
   return PMPI_Ssend(buf, count, type, dest, tag, comm);
 }
-int MPI_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-               MPI_Request* req) {
+int MPI_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
   ++other_sends;
   return PMPI_Issend(buf, count, type, dest, tag, comm, req);
 }
@@ -146,8 +144,6 @@ TEST_P(Messages, ContendedEntriesCostExactlyOneBroadcastAndOneToken) {
 
 INSTANTIATE_TEST_SUITE_P(Progress, Messages,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) {
-                           return p.param == tally::progress_mode::thread ? "thread" : "inline";
-                         });
+                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
 
 }  // namespace

@@ -27,8 +27,10 @@ extern "C" int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest
     int bytes = 0;
     MPI_Type_size(type, &bytes);
     const int b = bytes * count;
-    for (int m = token_min; b < m && !token_min.compare_exchange_weak(m, b);) {}
-    for (int m = token_max; b > m && !token_max.compare_exchange_weak(m, b);) {}
+    for (int m = token_min; b < m && !token_min.compare_exchange_weak(m, b);) {
+    }
+    for (int m = token_max; b > m && !token_max.compare_exchange_weak(m, b);) {
+    }
     ++token_sends;
   }
   return PMPI_Isend(buf, count, type, dest, tag, comm, req);
@@ -54,7 +56,7 @@ TEST(Payload, TravelsInTheOneTokenMessage) {
     std::lock_guard g(m);
     const tally::payload_view p = m.payload();
     ASSERT_EQ(p.size(), 40u);
-    p.store(p.load<std::uint64_t>(0) + 1, 0);                // a shared count
+    p.store(p.load<std::uint64_t>(0) + 1, 0);                 // a shared count
     p.store(p.load<std::uint64_t>(8) + world_rank() + 1, 8);  // a shared sum
   }
   progress_barrier(MPI_COMM_WORLD, m);
@@ -234,8 +236,7 @@ TEST(SharedAppend, FileIsExactlyTheRecords) {
   MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
   constexpr std::uint32_t per_rank = 150;
   MPI_File fh;
-  ASSERT_EQ(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh),
-            MPI_SUCCESS);
+  ASSERT_EQ(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh), MPI_SUCCESS);
   std::uint64_t mine = 0;
   {
     tally::guarded<std::uint64_t> next(MPI_COMM_WORLD);

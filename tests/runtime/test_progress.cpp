@@ -200,8 +200,8 @@ TEST_P(TimedProgress, HolderReenteringInATightLoopStillHandsOver) {
     std::vector<MPI_Request> reqs(static_cast<std::size_t>(n > 1 ? n - 1 : 0));
     std::vector<int> bufs(reqs.size());
     for (int r = 1; r < n; ++r)
-      MPI_Irecv(&bufs[static_cast<std::size_t>(r - 1)], 1, MPI_INT, r, tag_signal + 1,
-                MPI_COMM_WORLD, &reqs[static_cast<std::size_t>(r - 1)]);
+      MPI_Irecv(&bufs[static_cast<std::size_t>(r - 1)], 1, MPI_INT, r, tag_signal + 1, MPI_COMM_WORLD,
+                &reqs[static_cast<std::size_t>(r - 1)]);
     std::uint64_t entries = 0;
     while (reported < n - 1) {
       m.lock();
@@ -221,14 +221,14 @@ TEST_P(TimedProgress, HolderReenteringInATightLoopStillHandsOver) {
   }
   progress_barrier(MPI_COMM_WORLD, m);
   const tally::stats s = m.stats();
-  if (me == 0) EXPECT_GE(s.local_acquisitions, 10000u);
-  else EXPECT_EQ(s.acquisitions, 1u);
+  if (me == 0)
+    EXPECT_GE(s.local_acquisitions, 10000u);
+  else
+    EXPECT_EQ(s.acquisitions, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Progress, TimedProgress,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) {
-                           return p.param == tally::progress_mode::thread ? "thread" : "inline";
-                         });
+                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
 
 }  // namespace

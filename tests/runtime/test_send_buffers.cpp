@@ -57,8 +57,7 @@ void completed(const MPI_Request* before, const MPI_Request* after, int n) {
 }  // namespace
 
 extern "C" {
-int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-              MPI_Request* req) {
+int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
   std::vector<char> packed = pack(buf, count, type, comm);
   const int rc = PMPI_Isend(buf, count, type, dest, tag, comm, req);
   if (rc == MPI_SUCCESS) {

@@ -141,7 +141,7 @@ TEST(Teardown, CreateAndFreeAThousandTimesWithTraffic) {
   MPI_Comm_free(&comm);
   EXPECT_EQ(comms_made - comms_freed, comms0);
   EXPECT_EQ(wins_made - wins_freed, wins0);
-  EXPECT_EQ(types_made - types_before, cycles);  // one committed token type per mutex
+  EXPECT_EQ(types_made - types_before, cycles);   // one committed token type per mutex
   EXPECT_EQ(types_freed - freed_before, cycles);  // and frees it
 }
 

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   // Flat by default: on one node the node topology moves the lock without any message.
   tally::options env_traced;
   env_traced.name = "by-env";
-  env_traced.topology = topo == "flat" ? tally::topology::flat
+  env_traced.topology = topo == "flat"   ? tally::topology::flat
                         : topo == "node" ? tally::topology::node
                                          : tally::topology::automatic;
   tally::options opt_traced = env_traced;

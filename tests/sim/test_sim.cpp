@@ -64,10 +64,16 @@ struct everyone_enters {
   everyone_enters(std::int32_t, const std::vector<std::int32_t>&) {}
   bool sink(std::int32_t) const noexcept { return false; }
   void prefetch(std::int32_t, std::int32_t) const noexcept {}
-  template <class E> void lock(E& e, std::int32_t i) { e.enter(i); }
-  template <class E> void unlock(E&, std::int32_t) {}
-  template <class E> void deliver(E&, const message&) {}
-  template <class E> void finish(const E&) const {}
+  template <class E>
+  void lock(E& e, std::int32_t i) {
+    e.enter(i);
+  }
+  template <class E>
+  void unlock(E&, std::int32_t) {}
+  template <class E>
+  void deliver(E&, const message&) {}
+  template <class E>
+  void finish(const E&) const {}
 };
 
 // Sends its request into the void: the run goes quiet with requests unserved.
@@ -75,10 +81,16 @@ struct never_grants {
   never_grants(std::int32_t, const std::vector<std::int32_t>&) {}
   bool sink(std::int32_t) const noexcept { return false; }
   void prefetch(std::int32_t, std::int32_t) const noexcept {}
-  template <class E> void lock(E& e, std::int32_t i) { e.broadcast(i, msg_kind::request, 8, 0); }
-  template <class E> void unlock(E&, std::int32_t) {}
-  template <class E> void deliver(E&, const message&) {}
-  template <class E> void finish(const E&) const {}
+  template <class E>
+  void lock(E& e, std::int32_t i) {
+    e.broadcast(i, msg_kind::request, 8, 0);
+  }
+  template <class E>
+  void unlock(E&, std::int32_t) {}
+  template <class E>
+  void deliver(E&, const message&) {}
+  template <class E>
+  void finish(const E&) const {}
 };
 
 TEST(Engine, CatchesTwoNodesInTheCriticalSection) {
@@ -126,8 +138,7 @@ const workload_case workloads[] = {
 const std::int32_t sizes[] = {2, 3, 7, 64};
 
 template <class Model>
-raw_results run_case(std::int32_t n, const workload_case& c, std::uint64_t seed,
-                     std::uint64_t& local) {
+raw_results run_case(std::int32_t n, const workload_case& c, std::uint64_t seed, std::uint64_t& local) {
   scheduler<Model> e(net_a(), per_rank(n, 25, c.cs, c.think, seed));
   raw_results r = e.run();
   EXPECT_EQ(r.entries, 25u * static_cast<std::uint64_t>(n));
@@ -259,8 +270,7 @@ TEST(NetworkModel, ATokenOvertakesTheRestOfItsSendersBroadcastAfterOneWindow) {
   for (std::uint64_t window : {16u, 4u, 0u, 64u}) {
     std::uint64_t requests = 0;
     const ps_t ahead = window == 0 ? 40 : static_cast<ps_t>(std::min<std::uint64_t>(window, 40));
-    EXPECT_EQ(lone_wait<false>(p, window, requests), ahead * slot + p.transit(1000) + p.transit(0))
-        << "W=" << window;
+    EXPECT_EQ(lone_wait<false>(p, window, requests), ahead * slot + p.transit(1000) + p.transit(0)) << "W=" << window;
     EXPECT_EQ(requests, 40u);
   }
 }
@@ -313,14 +323,20 @@ struct fan_in {
   fan_in(std::int32_t, const std::vector<std::int32_t>&) {}
   bool sink(std::int32_t) const noexcept { return false; }
   void prefetch(std::int32_t, std::int32_t) const noexcept {}
-  template <class E> void lock(E& e, std::int32_t i) { e.send(i, 0, msg_kind::request, 0); }
-  template <class E> void unlock(E&, std::int32_t) {}
-  template <class E> void deliver(E& e, const message& m) {
+  template <class E>
+  void lock(E& e, std::int32_t i) {
+    e.send(i, 0, msg_kind::request, 0);
+  }
+  template <class E>
+  void unlock(E&, std::int32_t) {}
+  template <class E>
+  void deliver(E& e, const message& m) {
     if (m.kind == msg_kind::grant) return e.enter(m.to);
     handled.push_back(e.now());
     e.send(0, m.from, msg_kind::grant, 0);
   }
-  template <class E> void finish(const E&) const {}
+  template <class E>
+  void finish(const E&) const {}
 };
 
 TEST(NetworkModel, AReceiverHandlesOneMessageAtATime) {
@@ -332,8 +348,7 @@ TEST(NetworkModel, AReceiverHandlesOneMessageAtATime) {
   // All five arrive together; each costs the receiver o, in the order sent.
   const std::vector<ps_t>& h = e.model().handled;
   ASSERT_EQ(h.size(), 5u);
-  for (std::size_t k = 0; k < h.size(); ++k)
-    EXPECT_EQ(h[k], p.transit(0) + static_cast<ps_t>(k) * p.overhead) << k;
+  for (std::size_t k = 0; k < h.size(); ++k) EXPECT_EQ(h[k], p.transit(0) + static_cast<ps_t>(k) * p.overhead) << k;
 }
 
 TEST(NetworkModel, SaturatedHandoffIsOneOrTwoMessageTimes) {
@@ -476,8 +491,7 @@ TEST(TwoLevel, SaturatedHandoffIsALocalGrantOrOneToken) {
     const std::vector<ps_t> allowed{30 * ns, net_a().transit(tally::protocol::node_token::full_bytes(4))};
     EXPECT_EQ(kinds, allowed) << "B=" << bound;
     const std::uint64_t tokens = msgs(r, msg_kind::token);
-    const auto grants = static_cast<std::uint64_t>(
-        std::count(r.handoffs.begin(), r.handoffs.end(), 30 * ns));
+    const auto grants = static_cast<std::uint64_t>(std::count(r.handoffs.begin(), r.handoffs.end(), 30 * ns));
     EXPECT_LE(grants, bound * (tokens + 1)) << "B=" << bound;  // the pass bound
     EXPECT_GE(grants, bound * (tokens - 4)) << "B=" << bound;  // ... and used in full
     EXPECT_EQ(s.entries, r.entries);
@@ -508,8 +522,8 @@ TEST(TwoLevel, ATokenBetweenNodesCostsItsNodeEntriesCpu) {
   one.net.node_scan_time = 3 * ns;
   const raw_results r1 = run_two_level(one);
   ASSERT_EQ(r1.waits.size(), 1u);
-  EXPECT_EQ(r1.waits[0], net_a().transit(tally::protocol::node_request_bytes) + net_a().transit(words * 4) +
-                             2 * words * 7 * ns);
+  EXPECT_EQ(r1.waits[0],
+            net_a().transit(tally::protocol::node_request_bytes) + net_a().transit(words * 4) + 2 * words * 7 * ns);
 }
 
 TEST(TwoLevel, WaitGrowsWithThePassBound) {
@@ -610,9 +624,9 @@ int run_args(std::vector<std::string_view> args, std::string& out, std::string& 
 
 TEST(RunCommand, SameArgumentsGiveTheSameBytes) {
   for (const char* algo : {"suzuki-kasami", "ricart-agrawala", "central"}) {
-    std::vector<std::string_view> args{"--ranks", "64", "--algorithm", algo, "--requests-per-rank", "20",
-                                       "--cs-time", "exp:1us", "--think-time", "exp:5us",
-                                       "--seed", "42", "--json"};
+    std::vector<std::string_view> args{"--ranks", "64",        "--algorithm", algo,           "--requests-per-rank",
+                                       "20",      "--cs-time", "exp:1us",     "--think-time", "exp:5us",
+                                       "--seed",  "42",        "--json"};
     std::string a, b, err;
     ASSERT_EQ(run_args(args, a, err), 0) << err;
     ASSERT_EQ(run_args(args, b, err), 0) << err;

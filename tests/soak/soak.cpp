@@ -149,8 +149,9 @@ int main(int argc, char** argv) {
   const bool ok = sums[0] == total && sums[1] == 0 && sums[2] == 0 && sums[3] == 0;
   const char* topology = sites[0].m->topology() == tally::topology::node ? "node" : "flat";
   if (me == 0)
-    std::printf("soak: %d ranks, %s topology, %s progress: %" PRIu64 " entries in %.1f s (%.0f entries/s), overlaps %" PRIu64
-                ", lost updates %" PRIu64 ", token census %s: %s\n",
+    std::printf("soak: %d ranks, %s topology, %s progress: %" PRIu64
+                " entries in %.1f s (%.0f entries/s), overlaps %" PRIu64 ", lost updates %" PRIu64
+                ", token census %s: %s\n",
                 n, topology, argv[2], sums[0], seconds, static_cast<double>(sums[0]) / seconds, sums[1], sums[2],
                 sums[3] == 0 ? "balanced" : "UNBALANCED", ok ? "ok" : "FAILED");
   MPI_Comm_free(&half);

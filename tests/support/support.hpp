@@ -29,11 +29,11 @@ inline std::string run_topology() {
 
 // A test of flat-topology semantics (which rank holds the token idle, what a remote
 // entry costs in messages): skipped in the node-topology run of its suite.
-#define TALLY_FLAT_SEMANTICS()                                                        \
-  do {                                                                                \
-    if (::tally::test::run_topology() == "node")                                      \
+#define TALLY_FLAT_SEMANTICS()                                                         \
+  do {                                                                                 \
+    if (::tally::test::run_topology() == "node")                                       \
       GTEST_SKIP() << "asserts where the flat topology keeps the token; the flat run " \
-                      "of this suite covers it";                                      \
+                      "of this suite covers it";                                       \
   } while (0)
 
 // Runs f, expecting tally::error with `code`; returns its message (a test failure,
@@ -145,8 +145,7 @@ inline void progress_barrier(MPI_Comm comm, tally::mutex& m) {
 // returns, and kind to a target that shares this rank's core.
 class shared_counter {
  public:
-  shared_counter(MPI_Comm comm, int home, std::chrono::nanoseconds hold = {})
-      : home_(home), hold_(hold) {
+  shared_counter(MPI_Comm comm, int home, std::chrono::nanoseconds hold = {}) : home_(home), hold_(hold) {
     rma_window_allocate(2 * sizeof(std::int64_t), sizeof(std::int64_t), comm, &w_);
     win_ = w_.win;
     base_ = static_cast<std::int64_t*>(w_.base);
@@ -170,8 +169,7 @@ class shared_counter {
   // Non-atomic increment: read, hold, yield, write.
   void increment() {
     const std::int64_t v = value();
-    for (const auto end = std::chrono::steady_clock::now() + hold_;
-         std::chrono::steady_clock::now() < end;) {
+    for (const auto end = std::chrono::steady_clock::now() + hold_; std::chrono::steady_clock::now() < end;) {
     }
     std::this_thread::yield();
     write(v + 1);

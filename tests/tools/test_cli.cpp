@@ -36,8 +36,7 @@ TEST(Cli, DispatchesByName) {
 
 TEST(Cli, UsageErrorsExitTwoAndHelpExitsZero) {
   const tally::tools::cli::subcommand table[] = {{"probe", "probe [ARGS]", "records", &record}};
-  for (const std::vector<std::string_view>& args :
-       {std::vector<std::string_view>{}, {"nope"}, {"-x"}}) {
+  for (const std::vector<std::string_view>& args : {std::vector<std::string_view>{}, {"nope"}, {"-x"}}) {
     std::ostringstream out, err;
     EXPECT_EQ(tally::tools::cli::dispatch(table, args, out, err), 2);
     EXPECT_NE(err.str().find("usage: tally-sim COMMAND"), std::string::npos);

@@ -16,15 +16,14 @@ void usage(std::span<const subcommand> table, std::ostream& os) {
 
 }  // namespace
 
-int dispatch(std::span<const subcommand> table, std::span<const std::string_view> args,
-             std::ostream& out, std::ostream& err) {
+int dispatch(std::span<const subcommand> table, std::span<const std::string_view> args, std::ostream& out,
+             std::ostream& err) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     usage(table, out);
     return 0;
   }
-  const auto it = std::find_if(table.begin(), table.end(), [&](const subcommand& c) {
-    return !args.empty() && c.name == args[0];
-  });
+  const auto it =
+      std::find_if(table.begin(), table.end(), [&](const subcommand& c) { return !args.empty() && c.name == args[0]; });
   if (it == table.end()) {
     if (!args.empty()) err << "tally-sim: unknown command '" << args[0] << "'\n";
     usage(table, err);

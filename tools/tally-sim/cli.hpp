@@ -22,7 +22,7 @@ struct subcommand {
 // Runs the subcommand named by args[0]. With no words, an unknown name or a
 // leading option other than --help/-h: usage on `err`, status 2. With --help or
 // -h: usage on `out`, status 0.
-int dispatch(std::span<const subcommand> table, std::span<const std::string_view> args,
-             std::ostream& out, std::ostream& err);
+int dispatch(std::span<const subcommand> table, std::span<const std::string_view> args, std::ostream& out,
+             std::ostream& err);
 
 }  // namespace tally::tools::cli

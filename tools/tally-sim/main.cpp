@@ -11,12 +11,10 @@
 namespace {
 
 constexpr tally::tools::cli::subcommand commands[] = {
-    {"replay", "replay FILE",
-     "run a scripted trace on the protocol core, checking every invariant after every step",
+    {"replay", "replay FILE", "run a scripted trace on the protocol core, checking every invariant after every step",
      &tally::check::replay::main},
     {"run", "run --ranks N [options]",
-     "simulate N ranks under suzuki-kasami, ricart-agrawala or central over a LogGP network",
-     &tally::sim::run::main},
+     "simulate N ranks under suzuki-kasami, ricart-agrawala or central over a LogGP network", &tally::sim::run::main},
 };
 
 }  // namespace

@@ -49,18 +49,14 @@ class central {
       case msg_kind::request: return on_request(e, m.from);
       case msg_kind::release: return on_release(e, m.from);
       case msg_kind::grant: return e.enter(m.to);
-      default:
-        throw invariant_violation(std::string("central: unexpected ") +
-                                  to_string(m.kind));
+      default: throw invariant_violation(std::string("central: unexpected ") + to_string(m.kind));
     }
   }
 
   template <class E>
   void finish(const E& e) const {
-    if (holder_ >= 0 || !waiting_.empty())
-      throw invariant_violation("central: the server is not idle at the end");
-    if (e.sent(msg_kind::request) != e.sent(msg_kind::grant) ||
-        e.sent(msg_kind::grant) != e.sent(msg_kind::release))
+    if (holder_ >= 0 || !waiting_.empty()) throw invariant_violation("central: the server is not idle at the end");
+    if (e.sent(msg_kind::request) != e.sent(msg_kind::grant) || e.sent(msg_kind::grant) != e.sent(msg_kind::release))
       throw invariant_violation("central: REQUEST/GRANT/RELEASE counts differ");
   }
 
@@ -75,8 +71,7 @@ class central {
   template <class E>
   void on_release(E& e, std::int32_t j) {
     if (holder_ != j)
-      throw invariant_violation("central: RELEASE from rank " + std::to_string(j) +
-                                ", which does not hold the lock");
+      throw invariant_violation("central: RELEASE from rank " + std::to_string(j) + ", which does not hold the lock");
     holder_ = -1;
     if (waiting_.empty()) return;
     const std::int32_t next = waiting_.front();

@@ -25,9 +25,7 @@ class ricart_agrawala {
   }
 
   bool sink(std::int32_t) const noexcept { return false; }
-  void prefetch(std::int32_t to, std::int32_t) const noexcept {
-    sim::prefetch(&peers_[static_cast<std::size_t>(to)]);
-  }
+  void prefetch(std::int32_t to, std::int32_t) const noexcept { sim::prefetch(&peers_[static_cast<std::size_t>(to)]); }
   std::uint64_t local_entries(const raw_results&) const noexcept { return 0; }
 
   template <class E>
@@ -53,8 +51,7 @@ class ricart_agrawala {
       return;
     }
     if (!p.expecting_reply())
-      throw invariant_violation("ricart-agrawala: unexpected REPLY at rank " +
-                                std::to_string(m.to));
+      throw invariant_violation("ricart-agrawala: unexpected REPLY at rank " + std::to_string(m.to));
     if (p.on_reply()) e.enter(m.to);
   }
 
@@ -62,11 +59,9 @@ class ricart_agrawala {
   void finish(const E& e) const {
     for (std::size_t i = 0; i < peers_.size(); ++i)
       if (!peers_[i].idle())
-        throw invariant_violation("ricart-agrawala: rank " + std::to_string(i) +
-                                  " is not idle at the end");
+        throw invariant_violation("ricart-agrawala: rank " + std::to_string(i) + " is not idle at the end");
     if (e.sent(msg_kind::request) != e.sent(msg_kind::reply))
-      throw invariant_violation("ricart-agrawala: " +
-                                std::to_string(e.sent(msg_kind::request)) + " REQUESTs but " +
+      throw invariant_violation("ricart-agrawala: " + std::to_string(e.sent(msg_kind::request)) + " REQUESTs but " +
                                 std::to_string(e.sent(msg_kind::reply)) + " REPLYs");
   }
 

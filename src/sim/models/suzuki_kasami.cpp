@@ -30,9 +30,7 @@ void suzuki_kasami::check(const protocol::step& s, const protocol::peer& nd, con
          " refused by the protocol core: " + protocol::describe(s.st));
 }
 
-void suzuki_kasami::fail(const std::string& why) {
-  throw invariant_violation("suzuki-kasami: " + why);
-}
+void suzuki_kasami::fail(const std::string& why) { throw invariant_violation("suzuki-kasami: " + why); }
 
 std::uint64_t suzuki_kasami::local_entries(const raw_results&) const noexcept {
   std::uint64_t k = 0;
@@ -40,8 +38,7 @@ std::uint64_t suzuki_kasami::local_entries(const raw_results&) const noexcept {
   return k;
 }
 
-void suzuki_kasami::finish_checks(std::uint64_t requests, std::uint64_t tokens,
-                                  std::uint64_t entries) const {
+void suzuki_kasami::finish_checks(std::uint64_t requests, std::uint64_t tokens, std::uint64_t entries) const {
   if (flight_) fail("the run ended with the token in flight");
   std::size_t owners = 0;
   protocol::counters sum{};
@@ -58,21 +55,17 @@ void suzuki_kasami::finish_checks(std::uint64_t requests, std::uint64_t tokens,
   if (owners != 1) fail(std::to_string(owners) + " ranks hold the token at the end");
   const auto others = static_cast<std::uint64_t>(n_ - 1);
   if (sum.acquisitions != entries)
-    fail("the peers count " + std::to_string(sum.acquisitions) + " entries, the scheduler " +
-         std::to_string(entries));
+    fail("the peers count " + std::to_string(sum.acquisitions) + " entries, the scheduler " + std::to_string(entries));
   if (sum.requests_sent != requests || sum.requests_sent != others * sum.broadcasts)
-    fail("REQUEST accounting: " + std::to_string(requests) + " on the network, " +
-         std::to_string(sum.requests_sent) + " counted by the ranks, " +
-         std::to_string(sum.broadcasts) + " broadcasts");
+    fail("REQUEST accounting: " + std::to_string(requests) + " on the network, " + std::to_string(sum.requests_sent) +
+         " counted by the ranks, " + std::to_string(sum.broadcasts) + " broadcasts");
   if (sum.tokens_sent != tokens || sum.tokens_received != tokens)
-    fail("token accounting: " + std::to_string(tokens) + " on the network, " +
-         std::to_string(sum.tokens_sent) + " sent, " + std::to_string(sum.tokens_received) +
-         " received");
+    fail("token accounting: " + std::to_string(tokens) + " on the network, " + std::to_string(sum.tokens_sent) +
+         " sent, " + std::to_string(sum.tokens_received) + " received");
   // Every remote entry is one broadcast and one token; local entries cost nothing.
   if (sum.broadcasts != tokens || sum.local_acquisitions + tokens != entries)
-    fail("entries: " + std::to_string(sum.local_acquisitions) + " local + " +
-         std::to_string(tokens) + " tokens != " + std::to_string(entries) + ", or " +
-         std::to_string(sum.broadcasts) + " broadcasts != tokens");
+    fail("entries: " + std::to_string(sum.local_acquisitions) + " local + " + std::to_string(tokens) +
+         " tokens != " + std::to_string(entries) + ", or " + std::to_string(sum.broadcasts) + " broadcasts != tokens");
 }
 
 }  // namespace tally::sim

@@ -101,12 +101,10 @@ class suzuki_kasami {
   void carry(E& e, protocol::peer& nd, const protocol::step& s, bool released) {
     if (s.act.what != protocol::action::kind::send_token) return;
     const std::int32_t from = nd.self().value(), to = s.act.to.value();
-    if (flight_ || holder_ != from)
-      fail("rank " + std::to_string(from) + " sends a token it does not own");
+    if (flight_ || holder_ != from) fail("rank " + std::to_string(from) + " sends a token it does not own");
     flight_ = nd.take_token();
     if (!flight_ || nd.holds_token()) fail("rank " + std::to_string(from) + " kept a sent token");
-    if (to < 0 || to >= n_ || sink(to))
-      fail("token sent to rank " + std::to_string(to) + ", which never requested");
+    if (to < 0 || to >= n_ || sink(to)) fail("token sent to rank " + std::to_string(to) + ", which never requested");
     holder_ = to;
     e.send_ahead(from, to, msg_kind::token, token_bytes(n_), released);
   }
@@ -116,7 +114,7 @@ class suzuki_kasami {
 
   std::int32_t n_;
   std::vector<protocol::peer> peers_;
-  std::vector<std::int32_t> slot_;          // rank -> index in peers_, or -1
+  std::vector<std::int32_t> slot_;  // rank -> index in peers_, or -1
   // Per rank, for prefetch hints only: its rank and RN row (rank 0's for a sink).
   std::vector<const protocol::peer*> peer_of_;
   std::vector<const protocol::seq_t*> rn_of_;

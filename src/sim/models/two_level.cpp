@@ -5,11 +5,10 @@
 namespace tally::sim {
 
 two_level::two_level(std::int32_t n, const std::vector<std::int32_t>&, const run_config& cfg)
-    : r_(cfg.ranks_per_node > 0 ? cfg.ranks_per_node : 1), k_(0), local_grant_(cfg.local_grant),
-      form_(cfg.node_token) {
+    : r_(cfg.ranks_per_node > 0 ? cfg.ranks_per_node : 1), k_(0), local_grant_(cfg.local_grant), form_(cfg.node_token) {
   if (n % r_ != 0)
     throw protocol::bad_argument("two-level needs --ranks-per-node to divide --ranks (" + std::to_string(n) +
-                               " ranks, " + std::to_string(r_) + " per node)");
+                                 " ranks, " + std::to_string(r_) + " per node)");
   if (cfg.pass_bound < 1) throw protocol::bad_argument("two-level needs --pass-bound >= 1");
   k_ = n / r_;
   node_of_.resize(static_cast<std::size_t>(n));
@@ -43,8 +42,8 @@ std::uint64_t two_level::local_entries(const raw_results&) const noexcept {
 
 void two_level::check(const protocol::cohort_step& s, std::int32_t rank, const char* what) const {
   if (!s.ok())
-    fail(std::string(what) + " at rank " + std::to_string(rank) + " refused by the protocol core: " +
-         protocol::describe(s.st));
+    fail(std::string(what) + " at rank " + std::to_string(rank) +
+         " refused by the protocol core: " + protocol::describe(s.st));
 }
 
 void two_level::fail(const std::string& why) { throw invariant_violation("two-level: " + why); }

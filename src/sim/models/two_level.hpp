@@ -89,8 +89,7 @@ class two_level {
       carry(e, k, l, s, false);  // an idle holder's handoff: no scan (cohort::on_request)
       return;
     }
-    if (flight_to_ != m.to)
-      fail("token delivered to rank " + std::to_string(m.to) + " but it is not in flight there");
+    if (flight_to_ != m.to) fail("token delivered to rank " + std::to_string(m.to) + " but it is not in flight there");
     const std::span<protocol::ln_t> ln = c.ln_inbox();
     std::uint64_t hop = 0;
     if (!protocol::decode_node_token(wire_, frame(), static_cast<std::size_t>(k), *c.state().hop, ln, queue_, hop,
@@ -159,16 +158,16 @@ class two_level {
 
   std::int32_t r_, k_;
   ps_t local_grant_;
-  std::vector<std::int32_t> node_of_;  // rank -> node
-  std::vector<std::int32_t> ranks_;    // 0..n-1: node k's members are [kR, (k+1)R)
+  std::vector<std::int32_t> node_of_;               // rank -> node
+  std::vector<std::int32_t> ranks_;                 // 0..n-1: node k's members are [kR, (k+1)R)
   std::vector<std::vector<std::uint64_t>> blocks_;  // each node's state
   std::vector<protocol::cohort> nodes_;
-  std::int32_t flight_to_ = -1;      // the rank the token is in flight to; -1: none
-  std::vector<std::byte> wire_;       // its bytes while in flight
-  std::vector<request_news> news_;     // per node
+  std::int32_t flight_to_ = -1;          // the rank the token is in flight to; -1: none
+  std::vector<std::byte> wire_;          // its bytes while in flight
+  std::vector<request_news> news_;       // per node
   std::vector<protocol::rank_t> queue_;  // the token being taken in
   std::array<std::int32_t, protocol::node_token::route> route_{};
-  std::vector<std::uint8_t> marks_;      // the codec's scratch, K zero bytes
+  std::vector<std::uint8_t> marks_;  // the codec's scratch, K zero bytes
   std::uint64_t deltas_ = 0, delta_bytes_ = 0;
   protocol::token_form form_;
 };

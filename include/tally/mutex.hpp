@@ -58,13 +58,18 @@ std::chrono::steady_clock::time_point deadline_at(const std::chrono::time_point<
   return deadline_after(left);
 }
 // A creation that must fail on every rank because of a bad argument found on this
-// one (the C API's NULL output handle): the mutex is created collectively and the
-// error raised everywhere, as for a bad option.
+// one (the C API's NULL output handle, tally::guarded's oversized initial value):
+// the mutex is created collectively and the error raised everywhere, as for a bad
+// option. Only those two may create so (mutex's private constructor).
 struct refusal {
   errc code;
   std::string what;
 };
+struct c_api;  // the C API's access to that constructor (runtime/c_api.cpp)
 }  // namespace detail
+
+template <class T>
+class guarded;
 
 // A checked view of the token's payload, taken inside the critical section. Every
 // access throws errc::not_owner unless the calling thread is still in the same
@@ -170,8 +175,6 @@ class TALLY_API mutex {
   // options::payload_bytes bytes, else errc::arg on every rank), in place before
   // any rank can ask for the token. Only the initial owner's bytes count.
   mutex(MPI_Comm comm, const options& opts, std::span<const std::byte> initial_payload);
-  // Collective creation that fails on every rank, with `why` raised on this one.
-  mutex(MPI_Comm comm, const options& opts, detail::refusal why);
 
   // Collective construction from any communicator object convertible to MPI_Comm,
   // such as boost::mpi::communicator.
@@ -246,6 +249,12 @@ class TALLY_API mutex {
   const std::string& name() const;
 
  private:
+  friend struct detail::c_api;
+  template <class T>
+  friend class guarded;
+  // Collective creation that fails on every rank, with `why` raised on this one.
+  mutex(MPI_Comm comm, const options& opts, const detail::refusal& why);
+
   bool lock_until(std::chrono::steady_clock::time_point deadline);
 
   std::shared_ptr<detail::engine> engine_;

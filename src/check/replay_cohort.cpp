@@ -45,6 +45,7 @@ std::vector<std::int32_t> local_fifo(const cohort_world& w, std::int32_t k) {
   const protocol::cohort_header& h = *c.state().h;
   const std::int32_t r = c.shape().locals;
   std::vector<std::int32_t> out;
+  out.reserve(static_cast<std::size_t>(h.lq_len));
   for (std::int32_t q = 0; q < h.lq_len; ++q) out.push_back(w.global(k, c.state().lq[(h.lq_head + q) % r]).value());
   return out;
 }

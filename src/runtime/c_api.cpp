@@ -136,7 +136,7 @@ tally::options to_options(const tally_options* o) {
   opts.pass_bound = o->pass_bound;
   if (o->name) opts.name = o->name;
   if (o->wait_warning_s >= 0 && o->wait_warning_s < 1e9)
-    opts.wait_warning = std::chrono::milliseconds(static_cast<long long>(o->wait_warning_s * 1000 + 0.5));
+    opts.wait_warning = std::chrono::milliseconds(std::llround(o->wait_warning_s * 1000));
   else if (!(o->wait_warning_s < 0))  // NaN or absurdly long: rejected at creation
     opts.wait_warning = std::chrono::milliseconds(-1);
   return opts;
@@ -178,6 +178,15 @@ void tally_options_init(tally_options* opts) {
   opts->pass_bound = d.pass_bound;
 }
 
+namespace tally::detail {
+// The C API's access to tally::mutex's private refusing constructor.
+struct c_api {
+  static std::unique_ptr<tally::mutex> refused(MPI_Comm comm, const options& opts, const refusal& why) {
+    return std::unique_ptr<tally::mutex>(new tally::mutex(comm, opts, why));
+  }
+};
+}  // namespace tally::detail
+
 namespace {
 
 int create(const char* api, MPI_Comm comm, const tally_options* opts, size_t bytes, tally_mutex* out) {
@@ -189,7 +198,7 @@ int create(const char* api, MPI_Comm comm, const tally_options* opts, size_t byt
     if (out)
       m = std::make_unique<tally::mutex>(comm, o);
     else  // fails on every rank, not just here
-      m = std::make_unique<tally::mutex>(comm, o, tally::detail::refusal{tally::errc::arg, "out is NULL"});
+      m = tally::detail::c_api::refused(comm, o, {tally::errc::arg, "out is NULL"});
   });
   if (rc != TALLY_SUCCESS) return rc;
   tally_mutex_s* h = nullptr;

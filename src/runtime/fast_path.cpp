@@ -67,7 +67,8 @@ void engine::settle_fast_locked() noexcept {
   fast_entries_.fetch_sub(1, std::memory_order_relaxed);
   level_->enter_idle();
   slot_.take();
-  slot_.enter(reinterpret_cast<const thread_token*>(s)->id);
+  // fast_ holds the entering thread's token address (engine.hpp).
+  slot_.enter(reinterpret_cast<const thread_token*>(s)->id);  // NOLINT(performance-no-int-to-ptr)
 }
 
 }  // namespace tally::detail

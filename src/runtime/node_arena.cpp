@@ -8,7 +8,7 @@ namespace tally::detail {
 namespace {
 
 // A slab holds this many bytes of slots (at least one slot).
-constexpr std::size_t slab_target = 256 * 1024;
+constexpr std::size_t slab_target = std::size_t{256} * 1024;
 
 std::string mpi_text(int rc, const char* what) {
   char text[MPI_MAX_ERROR_STRING];

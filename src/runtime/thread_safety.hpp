@@ -2,8 +2,8 @@
 //
 // Contract. A member marked TALLY_GUARDED_BY(m) is read and written only with m
 // held; a function marked TALLY_REQUIRES(m) is called only with m held. Clang's
-// -Wthread-safety proves both at compile time (the test lint.thread_safety builds
-// the runtime with it and -Werror); other compilers ignore the marks. The runtime's
+// -Wthread-safety proves both at compile time (the test lint.tidy.runtime runs
+// clang-tidy with it, findings as errors); other compilers ignore the marks. The runtime's
 // own mutexes are `guarded_mutex`, held through `guard` (a scope) or
 // `unique_guard` (a scope that can release and retake it, and lend the
 // std::unique_lock inside to a std::condition_variable).

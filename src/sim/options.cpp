@@ -183,11 +183,10 @@ std::string help_text() {
   constexpr std::size_t column = 28;
   const auto lines = [&](const std::string& left, const std::string& text) {
     std::string rest = text;
-    std::string first = left;
     for (bool at_first = true;; at_first = false) {
       const auto nl = rest.find('\n');
       const std::string line = rest.substr(0, nl);
-      std::string head = at_first ? first : "";
+      std::string head = at_first ? left : "";
       head.resize(std::max(column, head.size() + 1), ' ');
       h += head + line + "\n";
       if (nl == std::string::npos) break;

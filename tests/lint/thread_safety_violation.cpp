@@ -1,5 +1,5 @@
-// A member read without its mutex: lint.thread_safety.catches compiles this with
-// the same flags as lint.thread_safety and expects the compile to fail, so that a
+// A member read without its mutex: lint.thread_safety.catches runs clang-tidy on
+// this with the same flags as lint.tidy.runtime and expects a finding, so that a
 // silent analysis (flags gone, macros emptied) cannot pass for a clean one.
 #include "runtime/thread_safety.hpp"
 

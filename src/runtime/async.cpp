@@ -61,10 +61,10 @@ std::shared_ptr<acquisition> engine::lock_async() {
   guard lk(mu_);
   settle_fast_locked();
   require_live();
-  if (slot_.owned_by(me)) fail(errc::deadlock, "lock_async: calling thread already holds the critical section");
+  if (slot_.owned_by(me)) fail(errc::deadlock, "lock_async", "calling thread already holds the critical section");
   if (async_)
-    fail(errc::deadlock,
-         "lock_async: an asynchronous acquisition of this mutex is already "
+    fail(errc::deadlock, "lock_async",
+         "an asynchronous acquisition of this mutex is already "
          "outstanding on this rank; wait for it or cancel it first");
   async_ = std::make_shared<acquisition>(weak_from_this(), me);
   std::shared_ptr<acquisition> a = async_;
@@ -111,7 +111,7 @@ bool engine::async_test(acquisition& a) {
   guard lk(mu_);
   settle_fast_locked();
   require_live();
-  if (a.st == state::cancelled) fail(errc::state, "lock_request: the request was cancelled");
+  if (a.st == state::cancelled) fail(errc::state, "lock_request", "the request was cancelled");
   // An MPI test that finds nothing completed makes progress only after it looked
   // (Open MPI's MPI_Testsome): a token that arrived meanwhile is seen by a second
   // one. test() is called once per stretch of the caller's work, so look twice.
@@ -126,7 +126,7 @@ bool engine::async_wait(acquisition& a, std::optional<clock::time_point> deadlin
   unique_guard lk(mu_);
   settle_fast_locked();
   require_live();
-  if (a.st == state::cancelled) fail(errc::state, "lock_request: the request was cancelled");
+  if (a.st == state::cancelled) fail(errc::state, "lock_request", "the request was cancelled");
   if (!wait_locked(deadline, "lock_request::wait", &a)) return false;
   a.observed = true;
   return true;
@@ -193,11 +193,11 @@ MPI_Request engine::async_mpi_request(const std::shared_ptr<acquisition>& a) {
   guard lk(mu_);
   settle_fast_locked();
   require_live();
-  if (a->greq_freed) fail(errc::state, "mpi_request: its MPI request was completed and freed already");
+  if (a->greq_freed) fail(errc::state, "mpi_request", "its MPI request was completed and freed already");
   if (a->greq != MPI_REQUEST_NULL) return a->greq;
   if (opts_.progress != progress_mode::thread)
-    fail(errc::state,
-         "mpi_request: MPI cannot complete the request by itself; it needs the "
+    fail(errc::state, "mpi_request",
+         "MPI cannot complete the request by itself; it needs the "
          "mutex's progress thread (progress_mode::thread, or automatic with "
          "MPI_THREAD_MULTIPLE)");
   auto* g = new greq_state{a};

@@ -70,21 +70,13 @@ int fail(int code, const std::string& what) {
 }
 
 // The C API speaks in C names: the message of a failure in C function `api` reads
-// "tally: API: what". A leading C++ operation name ("tally: unlock: ...", as the
-// C++ API reports it) is replaced by the C function's name.
-std::string in_c_terms(const char* api, std::string_view what) {
-  constexpr std::string_view tag = "tally: ";
-  if (what.starts_with(tag)) what.remove_prefix(tag.size());
-  const auto colon = what.find(": ");
-  if (colon != std::string_view::npos && colon > 0 &&
-      what.substr(0, colon).find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string_view::npos)
-    what.remove_prefix(colon + 2);
-  std::string out(tag);
-  out.append(api).append(": ").append(what);
-  return out;
+// "tally: API: detail", where the C++ API's would name its own operation
+// (tally::error::operation(), "tally: unlock: ...").
+int fail(int code, const char* api, std::string_view detail) {
+  std::string text("tally: ");
+  text.append(api).append(": ").append(detail);
+  return fail(code, text);
 }
-
-int fail(int code, const char* api, std::string_view what) { return fail(code, in_c_terms(api, what)); }
 
 // Runs f for C function `api`, mapping exceptions to codes and recording their
 // message in C terms.
@@ -94,7 +86,7 @@ int guarded(const char* api, F&& f) noexcept {
     f();
     return TALLY_SUCCESS;
   } catch (const tally::error& e) {
-    return fail(static_cast<int>(e.code()), api, e.what());
+    return fail(static_cast<int>(e.code()), api, e.detail());
   } catch (const std::bad_alloc&) {
     return fail(TALLY_ERR_STATE, api, "out of memory");
   } catch (const std::exception& e) {

@@ -79,9 +79,9 @@ bool engine::acquire(std::optional<clock::time_point> deadline) {
   unique_guard lk(mu_);
   settle_fast_locked();
   require_live();
-  if (slot_.owned_by(me)) fail(errc::deadlock, "lock: calling thread already holds the critical section");
+  if (slot_.owned_by(me)) fail(errc::deadlock, "lock", "calling thread already holds the critical section");
   if (async_ && async_->owner == me)
-    fail(errc::deadlock, "lock: calling thread has an asynchronous acquisition of this mutex outstanding");
+    fail(errc::deadlock, "lock", "calling thread has an asynchronous acquisition of this mutex outstanding");
 
   // Waiters for the slot need not poll: its holder is either polling for the
   // token or in the critical section, where REQUESTs are deferred anyway. In inline
@@ -129,9 +129,9 @@ bool engine::try_lock() {
   guard lk(mu_);
   settle_fast_locked();
   require_live();
-  if (slot_.owned_by(me)) fail(errc::deadlock, "try_lock: calling thread already holds the critical section");
+  if (slot_.owned_by(me)) fail(errc::deadlock, "try_lock", "calling thread already holds the critical section");
   if (async_ && async_->owner == me)
-    fail(errc::deadlock, "try_lock: calling thread has an asynchronous acquisition of this mutex outstanding");
+    fail(errc::deadlock, "try_lock", "calling thread has an asynchronous acquisition of this mutex outstanding");
   if (slot_.taken()) return false;
   if (!level_->try_enter("try_lock")) {
     // Not an idle holder: one progress step, so that a spinning try_lock still
@@ -153,7 +153,7 @@ void engine::unlock() {
   settle_fast_locked();
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()))
-    fail(errc::not_owner, "unlock: calling thread does not hold the critical section");
+    fail(errc::not_owner, "unlock", "calling thread does not hold the critical section");
   // Learn of waiting ranks first, so that the token leaves with this unlock (see
   // runtime/pacing.hpp). REQUEST receives are posted again after the token left.
   // Node topology: only the node's leader receives REQUESTs (else, in_calls, a
@@ -212,7 +212,7 @@ std::uint64_t engine::payload_entry() {
   settle_fast_locked();
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()))
-    fail(errc::not_owner, "payload: calling thread does not hold the critical section");
+    fail(errc::not_owner, "payload", "calling thread does not hold the critical section");
   return acquisitions_locked();
 }
 
@@ -221,7 +221,7 @@ std::span<std::byte> engine::payload(std::uint64_t entry) {
   settle_fast_locked();
   require_live();
   if (!slot_.owned_by(std::this_thread::get_id()) || acquisitions_locked() != entry)
-    fail(errc::not_owner, "payload: view used outside the critical section it was taken in");
+    fail(errc::not_owner, "payload", "view used outside the critical section it was taken in");
   return level_->payload();
 }
 

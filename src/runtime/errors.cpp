@@ -22,9 +22,17 @@ const char* describe(errc code) noexcept {
 
 namespace tally::detail {
 
-error make_error(errc code, const std::string& what, int mpi_error) { return error(code, "tally: " + what, mpi_error); }
+error make_error(errc code, const std::string& what, int mpi_error) { return error(code, {}, what, mpi_error); }
+
+error make_error(errc code, const char* operation, const std::string& detail, int mpi_error) {
+  return error(code, operation, detail, mpi_error);
+}
 
 void fail(errc code, const std::string& what, int mpi_error) { throw make_error(code, what, mpi_error); }
+
+void fail(errc code, const char* operation, const std::string& detail, int mpi_error) {
+  throw make_error(code, operation, detail, mpi_error);
+}
 
 void warn(const char* format, ...) noexcept {
   std::va_list args, again;
@@ -59,9 +67,7 @@ errc to_errc(protocol::status s) noexcept {
   return errc::state;
 }
 
-void refuse(protocol::status s, const char* call) {
-  fail(to_errc(s), std::string(call) + ": " + protocol::describe(s));
-}
+void refuse(protocol::status s, const char* call) { fail(to_errc(s), call, protocol::describe(s)); }
 
 stats to_stats(const protocol::counters& c) noexcept {
   stats s{};

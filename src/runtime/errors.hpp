@@ -15,9 +15,13 @@
 
 namespace tally::detail {
 
-// tally::error(code, "tally: " + what, mpi_error). fail() throws it.
+// tally::error(code, "tally: " + what, mpi_error), no operation; with `operation`,
+// "tally: <operation>: <detail>" (tally::error::operation(): the C++ call that
+// failed, which the C API replaces by its own name). fail() throws it.
 error make_error(errc code, const std::string& what, int mpi_error = 0);
+error make_error(errc code, const char* operation, const std::string& detail, int mpi_error = 0);
 [[noreturn]] void fail(errc code, const std::string& what, int mpi_error = 0);
+[[noreturn]] void fail(errc code, const char* operation, const std::string& detail, int mpi_error = 0);
 // A diagnostic on stderr, "tally: " then the printf-formatted text (which ends its
 // own line): warnings, and failures that have nobody to be thrown to.
 void warn(const char* format, ...) noexcept __attribute__((format(printf, 1, 2)));

@@ -228,7 +228,7 @@ void engine::free(bool at_finalize) {
   progress_.stop();
   unique_guard lk(mu_);
   settle_fast_locked();
-  if (!live_) fail(errc::state, "free: mutex already freed");
+  if (!live_) fail(errc::state, "free", "mutex already freed");
   registry::remove(this);
   if (using_thread_) transport_.chan().unuse_thread();
   using_thread_ = false;
@@ -302,11 +302,11 @@ void engine::free(bool at_finalize) {
   if (failure) std::rethrow_exception(failure);
   if (held) {
     if (at_finalize) warn("rank %d still held the critical section at MPI_Finalize; released it\n", rank_);
-    fail(errc::state, "free: the calling rank still held the critical section; it was released and the mutex freed");
+    fail(errc::state, "free", "the calling rank still held the critical section; it was released and the mutex freed");
   }
   if (outstanding)
-    fail(errc::state,
-         "free: an asynchronous acquisition (lock_async) was still outstanding; it was "
+    fail(errc::state, "free",
+         "an asynchronous acquisition (lock_async) was still outstanding; it was "
          "cancelled and the mutex freed");
 }
 

@@ -87,9 +87,9 @@ lock_request mutex::lock_async() {
 namespace {
 // The engine of a request's mutex, alive for the duration of the call.
 std::shared_ptr<detail::engine> engine_of(const std::shared_ptr<detail::acquisition>& a) {
-  if (!a) detail::fail(errc::state, "lock_request: empty request (default-constructed or moved from)");
+  if (!a) detail::fail(errc::state, "lock_request", "empty request (default-constructed or moved from)");
   std::shared_ptr<detail::engine> e = a->eng.lock();
-  if (!e) detail::fail(errc::state, "lock_request: its mutex was destroyed");
+  if (!e) detail::fail(errc::state, "lock_request", "its mutex was destroyed");
   return e;
 }
 }  // namespace

@@ -132,6 +132,31 @@ TEST(CppErrors, OneRanksBadArgumentFailsEveryRank) {
   ok.unlock();
 }
 
+TEST(CppErrors, AnErrorNamesItsOperationApartFromItsDetail) {
+  tally::mutex m(MPI_COMM_WORLD, owner(0));
+  try {
+    m.unlock();
+    FAIL() << "unlock without holding did not throw";
+  } catch (const tally::error& e) {
+    EXPECT_EQ(e.operation(), "unlock");
+    EXPECT_EQ(e.detail(), "calling thread does not hold the critical section");
+    EXPECT_STREQ(e.what(), "tally: unlock: calling thread does not hold the critical section");
+  }
+  try {  // creation: no operation, the detail after the prefix
+    tally::mutex bad(MPI_COMM_NULL);
+    FAIL() << "MPI_COMM_NULL did not throw";
+  } catch (const tally::error& e) {
+    EXPECT_EQ(e.operation(), "");
+    EXPECT_EQ(e.detail(), "communicator is MPI_COMM_NULL");
+    EXPECT_STREQ(e.what(), "tally: communicator is MPI_COMM_NULL");
+  }
+  // An error built by a user: its text as given, all of it the detail.
+  const tally::error own(errc::state, "mine: as written");
+  EXPECT_EQ(own.operation(), "");
+  EXPECT_EQ(own.detail(), "mine: as written");
+  tally::test::progress_barrier(MPI_COMM_WORLD, m);
+}
+
 TEST(CppErrors, MisuseThrowsAndLeavesTheMutexUsable) {
   tally::mutex m(MPI_COMM_WORLD, owner(0));
   expect_error(errc::not_owner, [&] { m.unlock(); });

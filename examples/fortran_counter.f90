@@ -15,7 +15,7 @@ program fortran_counter
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
   call MPI_Comm_size(MPI_COMM_WORLD, n)
-  call tally_mutex_create(MPI_COMM_WORLD, m, payload_bytes=16)  ! collective
+  call tally_mutex_create_payload(MPI_COMM_WORLD, m, payload_bytes=16)  ! collective
   call tally_mutex_lock(m)                     ! REQUESTs out, the token in
   call tally_mutex_payload(m, p, bytes)        ! its payload: 16 bytes
   call c_f_pointer(p, state, [2])

@@ -3,7 +3,8 @@
 !   use mpi_f08
 !   use tally
 !   type(tally_mutex) :: m
-!   call tally_mutex_create(MPI_COMM_WORLD, m)          ! collective
+!   integer :: ierr
+!   call tally_mutex_create(MPI_COMM_WORLD, m, ierr)    ! collective
 !   call tally_mutex_lock(m)
 !   ! ... critical section ...
 !   call tally_mutex_unlock(m)
@@ -59,10 +60,20 @@ module tally
                           local_handoffs_received, bound_releases
   end type
 
-  public :: tally_options_init, tally_mutex_create, tally_mutex_free, tally_mutex_lock, &
+  public :: tally_options_init, tally_mutex_create, tally_mutex_create_payload, tally_mutex_free, tally_mutex_lock, &
             tally_mutex_unlock, tally_mutex_trylock, tally_mutex_timedlock, tally_mutex_poll, &
             tally_mutex_payload, tally_mutex_get_stats, tally_mutex_rank, tally_mutex_size, &
             tally_last_error, tally_strerror
+
+  ! tally_mutex_create(comm, mutex [, options] [, ierror]) and
+  ! tally_mutex_create_payload(comm, mutex [, options], payload_bytes [, ierror]), as
+  ! in C: ierror last, so that it can follow the required arguments positionally.
+  interface tally_mutex_create
+    module procedure create_default, create_options
+  end interface
+  interface tally_mutex_create_payload
+    module procedure create_payload_default, create_payload_options
+  end interface
 
   ! Seconds as default real or double precision.
   interface tally_mutex_timedlock
@@ -193,28 +204,49 @@ contains
     call c_options_init(options)
   end subroutine
 
-  ! Collective over comm. payload_bytes: bytes of application state carried in the
-  ! token (tally_mutex_payload), default 0.
-  subroutine tally_mutex_create(comm, mutex, options, payload_bytes, ierror)
+  ! Collective over comm; the default options, or `options` (tally_options_init).
+  subroutine create_default(comm, mutex, ierror)
     type(MPI_Comm), intent(in) :: comm
     type(tally_mutex), intent(out) :: mutex
-    type(tally_options), intent(in), target, optional :: options
-    integer, intent(in), optional :: payload_bytes
     integer, intent(out), optional :: ierror
-    type(c_ptr) :: opts
-    integer(c_size_t) :: bytes
-    opts = c_null_ptr
-    if (present(options)) opts = c_loc(options)
-    bytes = 0
-    if (present(payload_bytes)) then
-      if (payload_bytes < 0) then  ! a negative size would wrap; size_t's largest is refused alike
-        bytes = huge(bytes)
-      else
-        bytes = int(payload_bytes, c_size_t)
-      end if
-    end if
-    call finish(c_create(comm%MPI_VAL, opts, bytes, mutex%handle), ierror)
+    call finish(c_create(comm%MPI_VAL, c_null_ptr, 0_c_size_t, mutex%handle), ierror)
   end subroutine
+
+  subroutine create_options(comm, mutex, options, ierror)
+    type(MPI_Comm), intent(in) :: comm
+    type(tally_mutex), intent(out) :: mutex
+    type(tally_options), intent(in), target :: options
+    integer, intent(out), optional :: ierror
+    call finish(c_create(comm%MPI_VAL, c_loc(options), 0_c_size_t, mutex%handle), ierror)
+  end subroutine
+
+  ! As tally_mutex_create, with payload_bytes of application state carried in the
+  ! token (tally_mutex_payload).
+  subroutine create_payload_default(comm, mutex, payload_bytes, ierror)
+    type(MPI_Comm), intent(in) :: comm
+    type(tally_mutex), intent(out) :: mutex
+    integer, intent(in) :: payload_bytes
+    integer, intent(out), optional :: ierror
+    call finish(c_create(comm%MPI_VAL, c_null_ptr, c_bytes(payload_bytes), mutex%handle), ierror)
+  end subroutine
+
+  subroutine create_payload_options(comm, mutex, options, payload_bytes, ierror)
+    type(MPI_Comm), intent(in) :: comm
+    type(tally_mutex), intent(out) :: mutex
+    type(tally_options), intent(in), target :: options
+    integer, intent(in) :: payload_bytes
+    integer, intent(out), optional :: ierror
+    call finish(c_create(comm%MPI_VAL, c_loc(options), c_bytes(payload_bytes), mutex%handle), ierror)
+  end subroutine
+
+  ! A byte count as size_t: a negative one would wrap, so it becomes size_t's
+  ! largest, which creation refuses alike.
+  function c_bytes(n) result(bytes)
+    integer, intent(in) :: n
+    integer(c_size_t) :: bytes
+    bytes = huge(bytes)
+    if (n >= 0) bytes = int(n, c_size_t)
+  end function
 
   ! Collective; mutex becomes no mutex.
   subroutine tally_mutex_free(mutex, ierror)

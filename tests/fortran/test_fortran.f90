@@ -35,7 +35,7 @@ program test_fortran
   call MPI_Barrier(MPI_COMM_WORLD)
 
   call tally_options_init(opts)
-  call tally_mutex_create(MPI_COMM_WORLD, m, opts, payload_bytes=8, ierror=ierr)
+  call tally_mutex_create_payload(MPI_COMM_WORLD, m, opts, 8, ierr)  ! ierror positional, last
   call expect(ierr == TALLY_SUCCESS, "create")
   do k = 1, rounds
     call tally_mutex_lock(m)
@@ -115,11 +115,16 @@ program test_fortran
   call expect(ierr == TALLY_ERR_ARG, "lock on no mutex")
   call tally_options_init(opts)
   opts%initial_owner = n + 3         ! refused collectively, on every rank
-  call tally_mutex_create(MPI_COMM_WORLD, m, opts, ierror=ierr)
+  call tally_mutex_create(MPI_COMM_WORLD, m, opts, ierr)
   call expect(ierr == TALLY_ERR_ARG, "bad initial_owner")
   call expect(index(tally_last_error(), "initial_owner") > 0, "message names initial_owner")
-  call tally_mutex_create(MPI_COMM_WORLD, m, payload_bytes=-1, ierror=ierr)
+  call tally_mutex_create_payload(MPI_COMM_WORLD, m, -1, ierror=ierr)
   call expect(ierr == TALLY_ERR_ARG, "negative payload size")
+  ! As every MPI call: ierror right after the required arguments.
+  call tally_mutex_create(MPI_COMM_WORLD, m, ierr)
+  call expect(ierr == TALLY_SUCCESS, "create with the default options, ierror positional")
+  call tally_mutex_free(m, ierr)
+  call expect(ierr == TALLY_SUCCESS, "free")
 
   call MPI_Allreduce(failures, all_failures, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
   if (rank == 0 .and. all_failures == 0) print '(a,i0,a)', "fortran: ok at ", n, " ranks"

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "env_count.hpp"
 #include "helpers/rma_window.h"
 #include "tally/error.hpp"
 #include "tally/mutex.hpp"
@@ -48,22 +49,6 @@ std::string expect_error(errc code, F&& f) {
   }
   ADD_FAILURE() << "no tally::error thrown, expected code " << static_cast<int>(code);
   return {};
-}
-
-// A count from the environment: `fallback` when `name` is unset; a value that is
-// not a whole number from 1 to 10,000,000 fails the test that reads it (and
-// `fallback` is used) rather than running another count silently.
-inline long env_count(const char* name, long fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long k = std::strtol(v, &end, 10);
-  if (*v < '0' || *v > '9' || *end != '\0' || errno == ERANGE || k < 1 || k > 10'000'000) {
-    ADD_FAILURE() << name << " must be a whole number from 1 to 10,000,000, not '" << v << "'";
-    return fallback;
-  }
-  return k;
 }
 
 inline int world_rank() {

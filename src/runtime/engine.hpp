@@ -163,6 +163,10 @@ class engine : public std::enable_shared_from_this<engine> {
   void settle_fast_locked() noexcept TALLY_REQUIRES(mu_);
   // free() of a faulted mutex: no drain (a failed rank may never answer).
   void free_faulted_locked() TALLY_REQUIRES(mu_);
+  // free()'s steps: give up the critical section or the wait for it (held: it was
+  // held; outstanding: a lock_async was), then drain the traffic and close.
+  void leave_for_free_locked(bool& held, bool& outstanding) TALLY_REQUIRES(mu_);
+  void drain_and_close_locked() TALLY_REQUIRES(mu_);
 
   // -- immutable after construction
   int rank_ = 0;

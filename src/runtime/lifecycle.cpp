@@ -1,19 +1,19 @@
 // runtime/lifecycle.cpp — creating and freeing an engine, both collective.
 //
 // Contract. Creation validates the arguments locally, then agrees across the
-// communicator with one MPI_Iallreduce (error code, payload size range, owner
-// range), so that one rank's bad argument fails the creation on every rank instead
-// of leaving the others waiting in a collective. Teardown leaves nothing in
-// flight: every REQUEST addressed to this rank is received, every send completed,
-// then a barrier, before the communicator is freed (docs/design.md, "Teardown").
-// Both use nonblocking collectives and keep every other mutex of the process
-// answering while they wait (registry::poll_others).
+// communicator with one MPI_Iallreduce (runtime/agreement.hpp: error code, payload
+// size, owner, topology, pass bound, tracing, the mutex's id), so that one rank's bad argument fails the creation on
+// every rank instead of leaving the others waiting in a collective. Teardown leaves nothing in flight: every REQUEST
+// addressed to this rank is received, every send completed, then a barrier, before the communicator is freed
+// (docs/design.md, "Teardown"). Both use nonblocking collectives and keep every other mutex of the process answering
+// while they wait (registry::poll_others).
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "runtime/agreement.hpp"
 #include "runtime/channel.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/flat_level.hpp"
@@ -57,43 +57,35 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   const auto bound = static_cast<long long>(opts.pass_bound);
   if (opts_.trace.empty())
     if (const char* dir = std::getenv("TALLY_TRACE")) opts_.trace = dir;
-  const long long traced = opts_.trace.empty() ? 0 : 1;
-  const auto proposed = static_cast<long long>(channel::proposal(comm));
-  long long mine[12] = {local ? static_cast<long long>(local->code()) : 0,
-                        payload,
-                        -payload,
-                        opts.initial_owner,
-                        -static_cast<long long>(opts.initial_owner),
-                        topo,
-                        -topo,
-                        bound,
-                        -bound,
-                        -traced,
-                        proposed,
-                        -proposed};
-  long long agreed[12];
-  MPI_Request req = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(mine, agreed, 12, MPI_LONG_LONG, MPI_MAX, comm, &req), "MPI_Iallreduce(options)");
-  wait_progressing(req, "MPI_Iallreduce(options)");
+  agreement a;
+  a.set(agreement::refusal, local ? static_cast<long long>(local->code()) : 0);
+  a.set(agreement::payload, payload);
+  a.set(agreement::owner, opts.initial_owner);
+  a.set(agreement::topology, topo);
+  a.set(agreement::pass_bound, bound);
+  a.set(agreement::traced, opts_.trace.empty() ? 0 : 1);
+  a.set(agreement::proposed_id, static_cast<long long>(channel::proposal(comm)));
+  a.reduce(comm, waiter);
   if (local) throw *local;
-  if (agreed[0] != 0)
-    fail(static_cast<errc>(agreed[0]), "another rank rejected its arguments to the collective create");
-  if (agreed[1] != -agreed[2])
-    fail(errc::arg, "payload size differs across ranks (from " + std::to_string(-agreed[2]) + " to " +
-                        std::to_string(agreed[1]) + " bytes)");
-  if (agreed[3] != -agreed[4]) fail(errc::arg, "initial_owner differs across ranks");
-  if (agreed[5] != -agreed[6]) fail(errc::arg, "topology differs across ranks (flat, node or automatic)");
-  if (agreed[7] != -agreed[8]) fail(errc::arg, "pass_bound differs across ranks");
+  if (a.hi(agreement::refusal) != 0)
+    fail(static_cast<errc>(a.hi(agreement::refusal)), "another rank rejected its arguments to the collective create");
+  if (!a.same(agreement::payload))
+    fail(errc::arg, "payload size differs across ranks (from " + std::to_string(a.lo(agreement::payload)) + " to " +
+                        std::to_string(a.hi(agreement::payload)) + " bytes)");
+  if (!a.same(agreement::owner)) fail(errc::arg, "initial_owner differs across ranks");
+  if (!a.same(agreement::topology)) fail(errc::arg, "topology differs across ranks (flat, node or automatic)");
+  if (!a.same(agreement::pass_bound)) fail(errc::arg, "pass_bound differs across ranks");
 
   // The channel: comm's (created with its first mutex), or a traced mutex's own.
-  all_traced_ = agreed[9] == -1;
+  all_traced_ = a.lo(agreement::traced) == 1;
   std::shared_ptr<channel> ch = all_traced_ ? channel::create(comm, waiter) : channel::of(comm, waiter);
   long long id = 0;
   if (!all_traced_) {
     // Ranks propose different ids only while a free() on comm is still ending on
     // some rank (other threads): each proposes its lowest free id from the largest
     // proposal on, until all agree on one that is free everywhere.
-    long long hi = agreed[10], lo = -agreed[11];
+    long long hi = a.hi(agreement::proposed_id), lo = a.lo(agreement::proposed_id);
+    MPI_Request req = MPI_REQUEST_NULL;
     while (lo != hi) {
       const auto next = static_cast<long long>(ch->lowest_free(static_cast<std::uint32_t>(hi)));
       long long again[2] = {next, -next}, both[2];
@@ -224,6 +216,52 @@ void engine::free_faulted_locked() {
   level_->close();
 }
 
+void engine::leave_for_free_locked(bool& held, bool& outstanding) {
+  if (async_) {  // not acquired yet: withdrawn like a timed-out lock
+    outstanding = true;
+    // Granted, but never acquired: give it back.
+    if (async_->st == acquisition::state::pending && !level_->withdraw("free")) level_->leave("free");
+    async_->st = acquisition::state::cancelled;
+    complete_greq_locked(*async_);
+    async_.reset();
+  }
+  // Leave the critical section, or stop waiting (node topology: a grant that
+  // comes meanwhile is taken and given up at once, so look at `waiting` first).
+  const bool waiting = level_->waiting();
+  if (level_->entered()) {
+    held = true;
+    trace_exit_locked();
+    progress_locked();  // REQUESTs first, so that the token leaves with the exit
+    level_->leave("free");
+  } else if (waiting && !level_->withdraw("free")) {
+    level_->leave("free");
+  }
+  slot_.release();
+}
+
+void engine::drain_and_close_locked() {
+  // Every rank learns how many REQUESTs are addressed to it: each broadcast sends
+  // exactly one to every other rank (node topology: to every other node).
+  const unsigned long long mine = stats_locked().broadcasts;
+  // Called by allreduce_sum below, with mu_ held.
+  const channel::waiter own = [this](MPI_Request& r, const char* what)
+                                  TALLY_REQUIRES(mu_) { wait_progressing_locked(r, what); };
+  const channel::waiter others = [this](MPI_Request& r, const char* what) { wait_progressing(r, what); };
+  const unsigned long long total = transport_.chan().allreduce_sum(transport_.id(), mine, own);
+  // Drain: receive every REQUEST, let withdrawn requests be served (the token is
+  // only ever in flight to a requesting rank), complete every send.
+  for (patience wait; !level_->drained(total); wait()) {
+    progress_locked();
+    registry::poll_others(this);
+  }
+  (void)transport_.chan().allreduce_sum(transport_.id(), 0, others);  // a barrier
+  if (all_traced_) sync_trace_clock(transport_.chan().messages());
+  // Nothing can arrive any more: retire the posted receives.
+  transport_.cancel_receives();
+  level_->close();
+  transport_.close();
+}
+
 void engine::free(bool at_finalize) {
   progress_.stop();
   unique_guard lk(mu_);
@@ -245,47 +283,8 @@ void engine::free(bool at_finalize) {
   bool outstanding = false;
   std::exception_ptr failure;
   try {
-    if (async_) {  // not acquired yet: withdrawn like a timed-out lock
-      outstanding = true;
-      // Granted, but never acquired: give it back.
-      if (async_->st == acquisition::state::pending && !level_->withdraw("free")) level_->leave("free");
-      async_->st = acquisition::state::cancelled;
-      complete_greq_locked(*async_);
-      async_.reset();
-    }
-    // Leave the critical section, or stop waiting (node topology: a grant that
-    // comes meanwhile is taken and given up at once, so look at `waiting` first).
-    const bool waiting = level_->waiting();
-    if (level_->entered()) {
-      held = true;
-      trace_exit_locked();
-      progress_locked();  // REQUESTs first, so that the token leaves with the exit
-      level_->leave("free");
-    } else if (waiting && !level_->withdraw("free")) {
-      level_->leave("free");
-    }
-    slot_.release();
-
-    // Every rank learns how many REQUESTs are addressed to it: each broadcast sends
-    // exactly one to every other rank (node topology: to every other node).
-    const unsigned long long mine = stats_locked().broadcasts;
-    // Called by allreduce_sum below, with mu_ held.
-    const channel::waiter own = [this](MPI_Request& r, const char* what)
-                                    TALLY_REQUIRES(mu_) { wait_progressing_locked(r, what); };
-    const channel::waiter others = [this](MPI_Request& r, const char* what) { wait_progressing(r, what); };
-    const unsigned long long total = transport_.chan().allreduce_sum(transport_.id(), mine, own);
-    // Drain: receive every REQUEST, let withdrawn requests be served (the token is
-    // only ever in flight to a requesting rank), complete every send.
-    for (patience wait; !level_->drained(total); wait()) {
-      progress_locked();
-      registry::poll_others(this);
-    }
-    (void)transport_.chan().allreduce_sum(transport_.id(), 0, others);  // a barrier
-    if (all_traced_) sync_trace_clock(transport_.chan().messages());
-    // Nothing can arrive any more: retire the posted receives.
-    transport_.cancel_receives();
-    level_->close();
-    transport_.close();
+    leave_for_free_locked(held, outstanding);
+    drain_and_close_locked();
   } catch (const error& e) {
     failure = std::current_exception();
     if (e.code() == errc::mpi) {  // here or (a FAULT message) on another rank

@@ -125,7 +125,7 @@ struct node_hop_bench {
   void hop() {
     const int r = 1 - h;
     const cohort_step asked = nodes[r].lock(0);
-    const cohort_step s = nodes[h].on_request(0, rank_t(r), asked.act.seq, delta ? asked.act.copy : 0);
+    const cohort_step s = nodes[h].on_request(0, rank_t(r), asked.act.seq, delta ? asked.act.copy_hop : 0);
     if (s.act.token_to != rank_t(r)) throw std::logic_error("no handoff");
     const std::size_t len = nodes[h].encode_token(rank_t(r), {}, buf);
     // As the runtime takes it in: LN decoded straight into the node's state.

@@ -31,9 +31,10 @@ typedef struct tally_request_s *tally_request;
  * MPI_THREAD_MULTIPLE); or AUTO, the default: the thread where MPI provides
  * MPI_THREAD_MULTIPLE, else inside calls. See tally::progress_mode. */
 typedef enum {
-  TALLY_PROGRESS_INLINE = 0,
+  TALLY_PROGRESS_IN_CALLS = 0,
   TALLY_PROGRESS_THREAD = 1,
-  TALLY_PROGRESS_AUTO = 2
+  TALLY_PROGRESS_AUTO = 2,
+  TALLY_PROGRESS_INLINE = TALLY_PROGRESS_IN_CALLS /* the same, by its name before 2026-12-07 */
 } tally_progress;
 
 /* How the progress thread waits between polls (see tally::poll_policy). */

@@ -69,7 +69,7 @@ verdict cohort_world::carry(std::int32_t k, const protocol::cohort_step& s, cons
   }
   if (s.act.broadcast) {
     for (std::int32_t j = 0; j < nodes(); ++j)
-      if (j != k) pending_.push_back({s.act.requester, j, s.act.seq, s.act.copy});
+      if (j != k) pending_.push_back({s.act.requester, j, s.act.seq, s.act.copy_hop});
     std::sort(pending_.begin(), pending_.end());
     messages_ += static_cast<std::uint64_t>(nodes() - 1);
   }
@@ -143,7 +143,7 @@ verdict cohort_world::deliver(rank_t requester, std::int32_t to, std::optional<s
                            std::to_string(to) +
                            (seq ? " with sequence " + std::to_string(seq->value()) : std::string()));
   const node_request m = *it;
-  const protocol::cohort_step s = node(to).on_request(0, m.requester, m.seq, m.copy);
+  const protocol::cohort_step s = node(to).on_request(0, m.requester, m.seq, m.copy_hop);
   if (!s.ok()) return refused("deliver", global(to, 0), s.st);
   pending_.erase(pending_.begin() + (it - pending_.begin()));
   return carry(to, s, "deliver", global(to, 0));
@@ -267,7 +267,7 @@ void cohort_world::encode(std::vector<std::uint64_t>& out, bool trail) const {
     p.put_signed(m.requester.value());
     p.put_signed(m.to);
     p.put(m.seq.value());
-    if (trail) p.put(m.copy);
+    if (trail) p.put(m.copy_hop);
   }
 }
 

@@ -29,7 +29,7 @@ struct node_request {
   rank_t requester;  // global rank the token should reach
   std::int32_t to;   // destination node
   seq_t seq;
-  std::uint64_t copy = 0;  // the move of the asking node's LN copy
+  std::uint64_t copy_hop = 0;  // the move of the asking node's LN copy
   friend auto operator<=>(const node_request&, const node_request&) = default;
 };
 

@@ -176,8 +176,8 @@ std::optional<std::string> cohort_world::violation() const {
                         *node(j).state().hop);
   }
   for (const node_request& m : pending_)
-    if (m.copy > *node(node_of(m.requester)).state().hop)
-      return report{}("a REQUEST names a copy from move ", m.copy, ", after its node's");
+    if (m.copy_hop > *node(node_of(m.requester)).state().hop)
+      return report{}("a REQUEST names a copy from move ", m.copy_hop, ", after its node's");
   // Pending REQUESTs were issued; C10 a requesting node's REQUEST reached every
   // other node or is pending to it.
   for (const node_request& m : pending_) {

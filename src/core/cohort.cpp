@@ -113,7 +113,7 @@ void cohort::request(std::int32_t by, cohort_action& act) noexcept {
   act.broadcast = true;
   act.seq = v_.rn[self];
   act.requester = rank_t(v_.requester[self]);
-  act.copy = *v_.hop;
+  act.copy_hop = *v_.hop;
 }
 
 void cohort::release(std::int32_t by, cohort_action& act) noexcept {
@@ -237,7 +237,7 @@ void cohort::heard_of(std::int32_t j) noexcept {
   next[at(self)] = j;
 }
 
-cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq, std::uint64_t copy) {
+cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq, std::uint64_t copy_hop) {
   if (!local(by) || requester.value() < 0 || requester.index() >= node_of_.size()) return {status::bad_rank};
   const std::int32_t j = node_of(requester);
   if (j == shape_.node) return {status::self_request};
@@ -246,7 +246,7 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq, std
   if (seq > v_.rn[k]) {
     v_.rn[k] = seq;
     v_.requester[k] = requester.value();
-    v_.since[k] = copy;
+    v_.since[k] = copy_hop;
     heard_of(j);
   }
   cohort_step s;

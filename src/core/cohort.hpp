@@ -126,10 +126,10 @@ struct cohort_action {
   std::int32_t grant = -1;  // local rank that entered the critical section (the caller
                             // itself, or a waiter to wake)
   rank_t token_to{-1};      // send the token (LN, queue, payload) to this global rank
-  bool broadcast = false;   // send REQUEST(seq, requester, copy) to the other K-1
+  bool broadcast = false;   // send REQUEST(seq, requester, copy_hop) to the other K-1
   seq_t seq{};              // nodes, in the order of cohort::broadcast_order()
   rank_t requester{-1};
-  std::uint64_t copy = 0;  // the move this node's LN copy is from (state().hop)
+  std::uint64_t copy_hop = 0;  // the move this node's LN copy is from (state().hop)
 };
 
 struct cohort_step {
@@ -162,7 +162,7 @@ class cohort {
   cohort_step unlock(std::int32_t i);
   // REQUEST(seq, copy) for node(requester) arrived; `by` is the local rank receiving
   // it. `copy`: the move of that node's LN copy (0 is always safe: a full token).
-  cohort_step on_request(std::int32_t by, rank_t requester, seq_t s, std::uint64_t copy = 0);
+  cohort_step on_request(std::int32_t by, rank_t requester, seq_t s, std::uint64_t copy_hop = 0);
   // The token arrived at local rank `by`: LN as the wire carries it, copied in
   // unless it is ln_inbox() already, under whatever guards this node's state, and
   // its trail (hop > state().hop, node_token::route entries).

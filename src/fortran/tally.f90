@@ -28,8 +28,10 @@ module tally
                                 TALLY_ERR_DEADLOCK = 3, TALLY_ERR_THREAD_LEVEL = 4, &
                                 TALLY_ERR_MPI = 5, TALLY_ERR_STATE = 6
   ! Option values (tally/tally.h).
-  integer, parameter, public :: TALLY_PROGRESS_INLINE = 0, TALLY_PROGRESS_THREAD = 1, &
+  integer, parameter, public :: TALLY_PROGRESS_IN_CALLS = 0, TALLY_PROGRESS_THREAD = 1, &
                                 TALLY_PROGRESS_AUTO = 2
+  ! TALLY_PROGRESS_IN_CALLS by its name before 2026-12-07.
+  integer, parameter, public :: TALLY_PROGRESS_INLINE = TALLY_PROGRESS_IN_CALLS
   integer, parameter, public :: TALLY_POLL_SPIN = 0, TALLY_POLL_BACKOFF = 1, TALLY_POLL_SLEEP = 2, &
                                 TALLY_POLL_ADAPTIVE = 3
   integer, parameter, public :: TALLY_TOPOLOGY_FLAT = 0, TALLY_TOPOLOGY_NODE = 1, &

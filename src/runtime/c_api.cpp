@@ -133,7 +133,7 @@ tally::options to_options(const tally_options* o) {
     opts.wait_warning = std::chrono::milliseconds(-1);
   return opts;
 }
-static_assert(static_cast<int>(tally::progress_mode::in_calls) == TALLY_PROGRESS_INLINE &&
+static_assert(static_cast<int>(tally::progress_mode::in_calls) == TALLY_PROGRESS_IN_CALLS &&
               static_cast<int>(tally::progress_mode::thread) == TALLY_PROGRESS_THREAD &&
               static_cast<int>(tally::progress_mode::automatic) == TALLY_PROGRESS_AUTO);
 static_assert(static_cast<int>(tally::topology::flat) == TALLY_TOPOLOGY_FLAT &&

@@ -16,7 +16,7 @@ namespace {
 // A waiting lock() releases mu_ (and polls the process's other mutexes) once per
 // this many polls of its own; in between it polls in a tight loop.
 constexpr std::uint32_t release_every = 16;
-// Threads waiting for the slot in inline mode wake this often to keep the
+// Threads waiting for the slot in in-calls mode wake this often to keep the
 // process's other mutexes answering.
 constexpr auto slot_wait_slice = std::chrono::microseconds(200);
 

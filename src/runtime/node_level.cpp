@@ -30,7 +30,7 @@ protocol::cohort_step node_level::event(Event&& e, const char* call, protocol::s
     refuse(s.st, call);
   }
   if (s.act.token_to.value() >= 0) t_.send_staged(s.act.token_to, token_count);
-  if (s.act.broadcast) t_.broadcast(s.act.seq, s.act.requester, s.act.copy, bcast_order_);
+  if (s.act.broadcast) t_.broadcast(s.act.seq, s.act.requester, s.act.copy_hop, bcast_order_);
   return s;
 }
 
@@ -107,7 +107,7 @@ void node_level::before_test() {
 void node_level::deliver(const transport::arrivals& a) {
   const std::int32_t me = slot_.local();
   for (const transport::request_arrival& r : a.requests)
-    event([&](protocol::cohort& c) { return c.on_request(me, r.from, r.seq, r.copy); }, "REQUEST received");
+    event([&](protocol::cohort& c) { return c.on_request(me, r.from, r.seq, r.copy_hop); }, "REQUEST received");
   if (a.token) {
     // The node does not hold the token, so nobody reads its LN, trail or payload but
     // this rank: the token goes straight into shared memory, without the spinlock

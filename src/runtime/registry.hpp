@@ -18,7 +18,7 @@ void remove(engine* e) noexcept;
 // Polls every live engine in progress_mode::in_calls but `self` once, without
 // blocking (engine::poll_nowait); the progress thread answers for the others.
 // A rank that waits inside one mutex may hold other mutexes' tokens idle; with
-// inline progress they would otherwise go unanswered and ranks could deadlock.
+// progress in calls they would otherwise go unanswered and ranks could deadlock.
 void poll_others(const engine* self) noexcept;
 // A channel filed REQUESTs for `e` (in_calls): polled in the next round of
 // poll_others(). Takes only its own lock (callers hold a channel's).

@@ -76,16 +76,16 @@ void transport::read_token(protocol::token& t, std::span<std::byte> payload) {
   wire_.unpack(token_buf_.data(), token_count_, payload, t);
 }
 
-void transport::read_token(std::uint64_t copy, std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue,
+void transport::read_token(std::uint64_t copy_hop, std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue,
                            std::uint64_t& hop, std::span<std::int32_t> route, std::span<std::byte> payload) {
-  wire_.unpack(token_buf_.data(), token_count_, payload, copy, ln, queue, hop, route);
+  wire_.unpack(token_buf_.data(), token_count_, payload, copy_hop, ln, queue, hop, route);
 }
 
 void transport::want_token(bool named) {
   if (named && token_req_ == MPI_REQUEST_NULL && channel_->size() > 1) post_token_recv();
 }
 
-void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::uint64_t copy,
+void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::uint64_t copy_hop,
                           std::span<const std::int32_t> order) {
   if (shape_.peers.empty()) return;                       // nobody to ask
   if (token_req_ == MPI_REQUEST_NULL) post_token_recv();  // before anyone can answer
@@ -97,7 +97,7 @@ void transport::broadcast(protocol::seq_t seq, protocol::rank_t requester, std::
   slot.to.resize(n);
   for (std::size_t k = 0; k < n; ++k) slot.to[k] = shape_.peers[order.empty() ? k : static_cast<std::size_t>(order[k])];
   slot.posted = 0;
-  slot.msg = {seq.value(), static_cast<std::uint64_t>(static_cast<std::int64_t>(requester.value())), copy};
+  slot.msg = {seq.value(), static_cast<std::uint64_t>(static_cast<std::int64_t>(requester.value())), copy_hop};
   post_window(slot, shape_.window);
   if (slot.partial()) partial_.push_back(&slot);
   sends_active_ = true;

@@ -45,7 +45,7 @@ class transport {
   struct request_arrival {
     protocol::rank_t from;
     protocol::seq_t seq;
-    std::uint64_t copy = 0;  // node topology: the move of the asking node's LN copy
+    std::uint64_t copy_hop = 0;  // node topology: the move of the asking node's LN copy
   };
   struct arrivals {
     std::span<const request_arrival> requests;  // in completion order
@@ -87,7 +87,7 @@ class transport {
   void read_token(protocol::token& t, std::span<std::byte> payload);
   // The node topology's (wire_format::unpack): LN patched or overwritten in `ln`, the
   // node's copy from move `copy` (straight into the node's state, cohort::ln_inbox).
-  void read_token(std::uint64_t copy, std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue,
+  void read_token(std::uint64_t copy_hop, std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue,
                   std::uint64_t& hop, std::span<std::int32_t> route, std::span<std::byte> payload);
 
   // Node topology: the token receive is posted iff `named` (the node's request
@@ -102,7 +102,7 @@ class transport {
   // The first window leaves at once, ahead of what earlier broadcasts have not
   // posted yet (stale news: a peer may see sequence numbers out of order, which
   // Suzuki–Kasami's RN = max(RN, seq) absorbs).
-  void broadcast(protocol::seq_t seq, protocol::rank_t requester, std::uint64_t copy = 0,
+  void broadcast(protocol::seq_t seq, protocol::rank_t requester, std::uint64_t copy_hop = 0,
                  std::span<const std::int32_t> order = {});
   // Posts the next window of the newest broadcast not yet wholly posted, if any.
   // The engine calls it on every progress step, after the token's send.
@@ -144,7 +144,7 @@ class transport {
  private:
   void post_token_recv();
 
-  using words = std::array<std::uint64_t, 3>;  // a REQUEST: seq [, requester, copy]
+  using words = std::array<std::uint64_t, 3>;  // a REQUEST: seq [, requester, copy_hop]
 
   shape shape_;
   int words_ = 1;  // per REQUEST

@@ -43,12 +43,12 @@ void wire_format::unpack(const std::byte* buf, int count, std::span<std::byte> p
   protocol::decode_token({buf, len}, frame(), self_, t, payload.first(payload_bytes_), marks_);
 }
 
-void wire_format::unpack(const std::byte* buf, int count, std::span<std::byte> payload, std::uint64_t copy,
+void wire_format::unpack(const std::byte* buf, int count, std::span<std::byte> payload, std::uint64_t copy_hop,
                          std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue, std::uint64_t& hop,
                          std::span<std::int32_t> route) {
   const std::size_t len = count < 0 ? 0 : static_cast<std::size_t>(count) * layout::unit;
-  protocol::decode_node_token({buf, len}, frame(), self_, copy, ln, queue, hop, route, payload.first(payload_bytes_),
-                              marks_);
+  protocol::decode_node_token({buf, len}, frame(), self_, copy_hop, ln, queue, hop, route,
+                              payload.first(payload_bytes_), marks_);
 }
 
 }  // namespace tally::detail

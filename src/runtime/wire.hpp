@@ -54,7 +54,7 @@ class wire_format {
   // The node topology's: LN into `ln` (n entries, the receiving node's copy from move
   // `copy`: protocol::decode_node_token), the queue, the trail into `hop` and `route`.
   // A malformed message leaves a queue that protocol::cohort::on_token rejects.
-  void unpack(const std::byte* buf, int count, std::span<std::byte> payload, std::uint64_t copy,
+  void unpack(const std::byte* buf, int count, std::span<std::byte> payload, std::uint64_t copy_hop,
               std::span<protocol::ln_t> ln, std::vector<protocol::rank_t>& queue, std::uint64_t& hop,
               std::span<std::int32_t> route);
 

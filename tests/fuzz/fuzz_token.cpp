@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const rank_t self(static_cast<std::int32_t>(in.below(static_cast<std::uint32_t>(n))));
   const std::size_t payload_bytes = in.below(16);
   const bool exact = in.take<std::uint8_t>() % 8 != 0;  // mostly the right size
-  const std::uint64_t copy = in.below(24);              // the node token's receiver: its copy's move
+  const std::uint64_t copy_hop = in.below(24);          // the node token's receiver: its copy's move
   constexpr std::size_t header = 5;                     // the five bytes read above
   const std::uint8_t* rest = data + (size < header ? size : header);
   const std::size_t rest_size = size < header ? 0 : size - header;
@@ -122,10 +122,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<rank_t> queue;
     std::uint64_t hop = 0;
     std::array<std::int32_t, node_token::route> route{};
-    const bool taken = decode_node_token(buf, by_node, self.index(), copy, ln, queue, hop, route, payload, marks);
+    const bool taken = decode_node_token(buf, by_node, self.index(), copy_hop, ln, queue, hop, route, payload, marks);
     FUZZ_CHECK(std::all_of(marks.begin(), marks.end(), [](std::uint8_t m) { return m == 0; }));
     if (taken) {
-      FUZZ_CHECK(hop > copy && route[0] != self.value() && queue.size() < static_cast<std::size_t>(n));
+      FUZZ_CHECK(hop > copy_hop && route[0] != self.value() && queue.size() < static_cast<std::size_t>(n));
       for (std::size_t i = 0; i < node_token::route; ++i)
         FUZZ_CHECK(i < hop ? route[i] >= 0 && route[i] < n : route[i] == -1);
       FUZZ_CHECK(ln[self.index()] == 0);

@@ -177,6 +177,6 @@ TEST_P(AcrossNodes, AMutexPerNodeBesideAGlobalOne) {
 
 INSTANTIATE_TEST_SUITE_P(Progress, AcrossNodes,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
+                         tally::test::progress_name{});
 
 }  // namespace

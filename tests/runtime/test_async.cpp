@@ -247,7 +247,7 @@ TEST_P(Async, FreeWithAnAcquisitionOutstandingAndUseAfterFree) {
 TEST_P(Async, CApi) {
   tally_options o;
   tally_options_init(&o);
-  o.progress = thread() ? TALLY_PROGRESS_THREAD : TALLY_PROGRESS_INLINE;
+  o.progress = thread() ? TALLY_PROGRESS_THREAD : TALLY_PROGRESS_IN_CALLS;
   tally_mutex m = nullptr;
   ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_SUCCESS);
   tally_request r = nullptr;
@@ -277,6 +277,6 @@ TEST_P(Async, CApi) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Progress, Async, ::testing::Values(progress_mode::in_calls, progress_mode::thread),
-                         [](const auto& p) { return p.param == progress_mode::thread ? "thread" : "inline"; });
+                         tally::test::progress_name{});
 
 }  // namespace

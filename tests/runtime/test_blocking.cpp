@@ -3,7 +3,7 @@
 // does not stall the others: MPI_THREAD_MULTIPLE is granted here, so the default
 // progress is a thread. Each scenario forces the trap: rank 0 keeps the token idle
 // and blocks, and only then do the other ranks ask for it (they wait for its "go"),
-// so inline progress would hang every one of them. A mutex spun on with
+// so progress in calls would hang every one of them. A mutex spun on with
 // zero-timeout acquisitions while the rank holds another mutex's idle token is the
 // second trap; every tally call progresses every mutex of the process.
 #include <gtest/gtest.h>
@@ -108,7 +108,7 @@ TEST(DefaultProgress, HolderComputingWithoutCallingTally) {
 
 // Rank r holds mutex r's token idle and spins on zero-timeout acquisitions of mutex
 // r+1 (mod n): only if spinning on one mutex progresses the others does anyone get
-// anywhere. Inline progress, so no thread helps.
+// anywhere. Progress in calls, so no thread helps.
 class SpinOnAnother : public ::testing::TestWithParam<bool> {};
 
 TEST_P(SpinOnAnother, ZeroTimeoutAcquisitionsProgressEveryMutex) {
@@ -123,7 +123,7 @@ TEST_P(SpinOnAnother, ZeroTimeoutAcquisitionsProgressEveryMutex) {
   std::vector<tally_mutex> c(static_cast<std::size_t>(n), nullptr);
   tally_options co;
   tally_options_init(&co);
-  co.progress = TALLY_PROGRESS_INLINE;
+  co.progress = TALLY_PROGRESS_IN_CALLS;
   for (int k = 0; k < n; ++k) {
     o.initial_owner = co.initial_owner = k;
     if (c_api)

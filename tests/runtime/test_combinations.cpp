@@ -158,6 +158,6 @@ TEST_P(Threads, ThreadsOfOneRankAreMutuallyExcludedToo) {
 
 INSTANTIATE_TEST_SUITE_P(Progress, Threads,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
+                         tally::test::progress_name{});
 
 }  // namespace

@@ -130,7 +130,7 @@ TEST_P(Exclusion, CppUniqueLockAndTryLockForCounterIsExact) {
 TEST_P(Exclusion, CApiCounterIsExact) {
   tally_options opts;
   tally_options_init(&opts);
-  opts.progress = GetParam() == tally::progress_mode::thread ? TALLY_PROGRESS_THREAD : TALLY_PROGRESS_INLINE;
+  opts.progress = GetParam() == tally::progress_mode::thread ? TALLY_PROGRESS_THREAD : TALLY_PROGRESS_IN_CALLS;
   tally_mutex m = nullptr;
   ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, &opts, &m), TALLY_SUCCESS);
   const auto r = run_exclusion(
@@ -147,6 +147,6 @@ TEST_P(Exclusion, CApiCounterIsExact) {
 
 INSTANTIATE_TEST_SUITE_P(Progress, Exclusion,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
+                         tally::test::progress_name{});
 
 }  // namespace

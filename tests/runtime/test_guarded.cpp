@@ -80,7 +80,7 @@ TEST_P(GuardedStart, InitialValueIsInPlaceBeforeAnyRankCanAsk) {
 
 INSTANTIATE_TEST_SUITE_P(Progress, GuardedStart,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
+                         tally::test::progress_name{});
 
 TEST(Guarded, TryLockReleasesWhenTheGuardCannotBeBuilt) {
   tally::options o;

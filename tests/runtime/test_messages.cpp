@@ -144,6 +144,6 @@ TEST_P(Messages, ContendedEntriesCostExactlyOneBroadcastAndOneToken) {
 
 INSTANTIATE_TEST_SUITE_P(Progress, Messages,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
+                         tally::test::progress_name{});
 
 }  // namespace

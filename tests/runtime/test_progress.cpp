@@ -181,7 +181,7 @@ TEST_P(TimedProgress, TryLockNeverSendsAndOnlySucceedsAtAnIdleHolder) {
 
 // A holder that re-enters in a tight loop (long past the quiet spell in which
 // unlock() polls only now and then) still hands the token to every rank that asks,
-// in inline mode too: it loops until every other rank reports its entry, so a
+// in in-calls mode too: it loops until every other rank reports its entry, so a
 // starved requester would hang the test instead of passing it.
 TEST_P(TimedProgress, HolderReenteringInATightLoopStillHandsOver) {
   const int n = world_size(), me = world_rank();
@@ -229,6 +229,6 @@ TEST_P(TimedProgress, HolderReenteringInATightLoopStillHandsOver) {
 
 INSTANTIATE_TEST_SUITE_P(Progress, TimedProgress,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
+                         tally::test::progress_name{});
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Built with MPI initialized at MPI_THREAD_FUNNELED: thread progress must be
-// refused with a clear error on every rank, inline progress must work.
+// refused with a clear error on every rank, progress in calls must work.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -302,7 +302,7 @@ TEST_P(Topology, NodesQueuedEarlierAreServedFirst) {
 
 INSTANTIATE_TEST_SUITE_P(Progress, Topology,
                          ::testing::Values(tally::progress_mode::in_calls, tally::progress_mode::thread),
-                         [](const auto& p) { return p.param == tally::progress_mode::thread ? "thread" : "inline"; });
+                         tally::test::progress_name{});
 
 using tally::test::expect_error;
 

@@ -51,6 +51,14 @@ std::string expect_error(errc code, F&& f) {
   return {};
 }
 
+// The name of a progress mode in a parameterized test's name: "in_calls" or "thread".
+struct progress_name {
+  template <class Param>
+  std::string operator()(const Param& p) const {
+    return p.param == tally::progress_mode::thread ? "thread" : "in_calls";
+  }
+};
+
 inline int world_rank() {
   int r = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
@@ -90,7 +98,7 @@ inline int token_entries(const tally::mutex& m) {
 }
 
 // A barrier that keeps driving the mutex while it waits, so that a rank holding
-// the token idle keeps answering REQUESTs (inline progress has no other source).
+// the token idle keeps answering REQUESTs (progress in calls has no other source).
 // Point to point (a dissemination barrier on tag progress_barrier_tag, which the
 // tests use for nothing else), not MPI_Ibarrier: Open MPI 4.1.4's nonblocking
 // barrier, tested in a loop while a progress thread also calls MPI, was seen to

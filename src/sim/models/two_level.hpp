@@ -11,7 +11,7 @@
 //     where the receiver's LN copy is recent, else LN and queue over K nodes, 4K
 //     bytes, plus the trail: core/token_layout.hpp) and decoded into the receiver's
 //     copy; each end pays node_entry_time per 4-byte word;
-//   - REQUEST(seq, requester, copy), 24 bytes, to the leader (local rank 0) of each of the
+//   - REQUEST(seq, requester, copy_hop), 24 bytes, to the leader (local rank 0) of each of the
 //     other K-1 nodes: a multicast, in the cohort's broadcast order, as the runtime
 //     sends it.
 // Costs the runtime has and this model leaves out: the node spinlock's cache-line
@@ -83,8 +83,8 @@ class two_level {
       const auto requester = static_cast<std::int32_t>(m.val & requester_mask);
       const protocol::seq_t seq(m.val >> requester_bits);
       const request_news& news = news_[static_cast<std::size_t>(requester / r_)];
-      const std::uint64_t copy = news.seq == seq ? news.copy : 0;  // 0: always safe
-      const protocol::cohort_step s = c.on_request(l, protocol::rank_t(requester), seq, copy);
+      const std::uint64_t copy_hop = news.seq == seq ? news.copy_hop : 0;  // 0: always safe
+      const protocol::cohort_step s = c.on_request(l, protocol::rank_t(requester), seq, copy_hop);
       check(s, m.to, "REQUEST");
       carry(e, k, l, s, false);  // an idle holder's handoff: no scan (cohort::on_request)
       return;
@@ -115,7 +115,7 @@ class two_level {
   // room for (an older REQUEST of the node, arriving late, says 0).
   struct request_news {
     protocol::seq_t seq{};
-    std::uint64_t copy = 0;
+    std::uint64_t copy_hop = 0;
   };
   protocol::token_frame frame() const noexcept { return {static_cast<std::size_t>(k_), node_of_}; }
 
@@ -147,7 +147,7 @@ class two_level {
       std::vector<std::int32_t> to = e.borrow_list();
       // The other leaders, in the cohort's order (as the runtime sends them).
       for (const std::int32_t j : c.broadcast_order()) to.push_back(j * r_);
-      news_[static_cast<std::size_t>(k)] = {s.act.seq, s.act.copy};
+      news_[static_cast<std::size_t>(k)] = {s.act.seq, s.act.copy_hop};
       const auto val = s.act.seq.value() << requester_bits | static_cast<std::uint64_t>(s.act.requester.value());
       e.multicast(self, msg_kind::request, protocol::node_request_bytes, std::move(to), val);
     }

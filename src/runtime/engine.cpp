@@ -73,15 +73,19 @@ bool engine::wait_locked(std::optional<clock::time_point> deadline, const char* 
   return true;
 }
 
+void engine::refuse_reentry_locked(std::thread::id me, const char* call) const {
+  if (slot_.owned_by(me)) fail(errc::deadlock, call, "calling thread already holds the critical section");
+  if (async_ && async_->owner == me)
+    fail(errc::deadlock, call, "calling thread has an asynchronous acquisition of this mutex outstanding");
+}
+
 bool engine::acquire(std::optional<clock::time_point> deadline) {
   const std::thread::id me = std::this_thread::get_id();
   registry::poll_others(this);
   unique_guard lk(mu_);
   settle_fast_locked();
   require_live();
-  if (slot_.owned_by(me)) fail(errc::deadlock, "lock", "calling thread already holds the critical section");
-  if (async_ && async_->owner == me)
-    fail(errc::deadlock, "lock", "calling thread has an asynchronous acquisition of this mutex outstanding");
+  refuse_reentry_locked(me, "lock");
 
   // Waiters for the slot need not poll: its holder is either polling for the
   // token or in the critical section, where REQUESTs are deferred anyway. In inline
@@ -129,9 +133,7 @@ bool engine::try_lock() {
   guard lk(mu_);
   settle_fast_locked();
   require_live();
-  if (slot_.owned_by(me)) fail(errc::deadlock, "try_lock", "calling thread already holds the critical section");
-  if (async_ && async_->owner == me)
-    fail(errc::deadlock, "try_lock", "calling thread has an asynchronous acquisition of this mutex outstanding");
+  refuse_reentry_locked(me, "try_lock");
   if (slot_.taken()) return false;
   if (!level_->try_enter("try_lock")) {
     // Not an idle holder: one progress step, so that a spinning try_lock still

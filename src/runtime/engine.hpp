@@ -143,6 +143,9 @@ class engine : public std::enable_shared_from_this<engine> {
   // The progress thread's step: progress_locked() if mu_ is free and all is well.
   progress_thread::found progress_from_thread() noexcept;
   void require_live() const TALLY_REQUIRES(mu_);  // throws errc::state after free/finalize, or a kept fault
+  // Throws errc::deadlock naming `call` if thread `me` holds the critical section or
+  // has a lock_async outstanding.
+  void refuse_reentry_locked(std::thread::id me, const char* call) const TALLY_REQUIRES(mu_);
   void fault_locked(std::exception_ptr e) noexcept TALLY_REQUIRES(mu_);
   void notify_fault_locked() noexcept TALLY_REQUIRES(mu_);  // fault_'s text to the other ranks
   // The timeline's enter and exit events (trace_); an entry counted local by the

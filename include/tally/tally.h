@@ -16,7 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tally/common.h" /* TALLY_SUCCESS, TALLY_ERR_*, tally_stats */
+#include "tally/common.h"  /* TALLY_SUCCESS, TALLY_ERR_*, tally_stats */
+#include "tally/version.h" /* TALLY_VERSION_MAJOR, _MINOR, _PATCH: the header's */
 #include "tally/export.h"
 
 #ifdef __cplusplus
@@ -67,6 +68,11 @@ typedef struct {
   unsigned pass_bound;       /* NODE: local passes in a row while another node
                                 waits, >= 1; default 16 */
 } tally_options;
+
+/* The library's version (the header's is TALLY_VERSION_MAJOR, _MINOR, _PATCH);
+ * a NULL argument is not written. Local, and callable before MPI_Init; always
+ * TALLY_SUCCESS. */
+TALLY_API int tally_get_version(int *major, int *minor, int *patch);
 
 /* Sets *opts to the defaults: owner 0, automatic progress, adaptive polling up to
  * 1 ms, no name, the wait warning from the environment or 30 s. */

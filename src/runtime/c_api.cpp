@@ -335,4 +335,12 @@ const char* tally_strerror(int code) {
 
 const char* tally_last_error(void) { return last_error.c_str(); }
 
+int tally_get_version(int* major, int* minor, int* patch) {
+  // The library's own: the values of tally/version.h when it was built.
+  if (major) *major = TALLY_VERSION_MAJOR;
+  if (minor) *minor = TALLY_VERSION_MINOR;
+  if (patch) *patch = TALLY_VERSION_PATCH;
+  return TALLY_SUCCESS;
+}
+
 }  // extern "C"

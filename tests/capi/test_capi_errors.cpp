@@ -17,6 +17,18 @@ namespace {
 using tally::test::world_rank;
 using tally::test::world_size;
 
+TEST(CApi, VersionIsTheHeaders) {
+  int major = -1, minor = -1, patch = -1;
+  EXPECT_EQ(tally_get_version(&major, &minor, &patch), TALLY_SUCCESS);
+  EXPECT_EQ(major, TALLY_VERSION_MAJOR);
+  EXPECT_EQ(minor, TALLY_VERSION_MINOR);
+  EXPECT_EQ(patch, TALLY_VERSION_PATCH);
+  EXPECT_EQ(TALLY_VERSION, major * 10000 + minor * 100 + patch);
+  int only_minor = -1;  // NULL arguments are skipped
+  EXPECT_EQ(tally_get_version(nullptr, &only_minor, nullptr), TALLY_SUCCESS);
+  EXPECT_EQ(only_minor, TALLY_VERSION_MINOR);
+}
+
 TEST(CErrors, InvalidArguments) {
   tally_mutex m = nullptr;
   EXPECT_EQ(tally_mutex_create(MPI_COMM_NULL, nullptr, &m), TALLY_ERR_ARG);

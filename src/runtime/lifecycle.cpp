@@ -2,15 +2,16 @@
 //
 // Contract. Creation validates the arguments locally, then agrees across the
 // communicator with one MPI_Iallreduce (runtime/agreement.hpp: error code, payload
-// size, owner, topology, pass bound, tracing, the mutex's id), so that one rank's bad argument fails the creation on
-// every rank instead of leaving the others waiting in a collective. Teardown leaves nothing in flight: every REQUEST
-// addressed to this rank is received, every send completed, then a barrier, before the communicator is freed
-// (docs/design.md, "Teardown"). Both use nonblocking collectives and keep every other mutex of the process answering
+// size, owner, topology, pass bound, tracing, the mutex's id), so that one rank's
+// bad argument fails the creation on every rank instead of leaving the others
+// waiting in a collective. Teardown leaves nothing in flight: every REQUEST
+// addressed to this rank is received, every send completed, then a barrier,
+// before the communicator is freed (docs/design.md, "Teardown"). Both use
+// nonblocking collectives and keep every other mutex of the process answering
 // while they wait (registry::poll_others).
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "runtime/agreement.hpp"
@@ -55,8 +56,7 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   opts_.topology = resolve_topology(opts.topology);
   const auto topo = static_cast<long long>(opts_.topology);
   const auto bound = static_cast<long long>(opts.pass_bound);
-  if (opts_.trace.empty())
-    if (const char* dir = std::getenv("TALLY_TRACE")) opts_.trace = dir;
+  opts_.trace = trace_directory(opts);
   agreement a;
   a.set(agreement::refusal, local ? static_cast<long long>(local->code()) : 0);
   a.set(agreement::payload, payload);

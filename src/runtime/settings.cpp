@@ -47,6 +47,12 @@ protocol::token_form node_token_form() {
   return protocol::token_form::shorter;
 }
 
+std::string trace_directory(const options& o) {
+  if (!o.trace.empty()) return o.trace;
+  const char* env = std::getenv("TALLY_TRACE");
+  return env ? env : "";
+}
+
 topology resolve_topology(topology t) {
   if (t != topology::automatic) return t;
   const char* env = std::getenv("TALLY_TOPOLOGY");

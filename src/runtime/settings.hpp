@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
+#include <string>
 
 #include "core/token_layout.hpp"
 #include "core/token_codec.hpp"
@@ -24,6 +25,8 @@ std::size_t broadcast_window();
 // The node topology's token body: $TALLY_NODE_TOKEN (shorter, delta or full), else
 // shorter.
 protocol::token_form node_token_form();
+// The folder of the timeline's trace: the option, else $TALLY_TRACE, else none ("").
+std::string trace_directory(const options& o);
 // topology::automatic as $TALLY_TOPOLOGY says (flat, node or auto), else unchanged.
 topology resolve_topology(topology t);
 // This rank's error for `o` on a communicator of `size` ranks, if any.

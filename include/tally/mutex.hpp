@@ -253,7 +253,8 @@ class TALLY_API mutex {
   template <class T>
   friend class guarded;
   // Collective creation that fails on every rank, with `why` raised on this one.
-  mutex(MPI_Comm comm, const options& opts, const detail::refusal& why);
+  // (By value: the exported symbol binaries built against earlier headers call.)
+  mutex(MPI_Comm comm, const options& opts, detail::refusal why);
 
   bool lock_until(std::chrono::steady_clock::time_point deadline);
 

@@ -14,7 +14,8 @@ mutex::mutex(MPI_Comm comm, const options& opts) : engine_(std::make_shared<deta
 mutex::mutex(MPI_Comm comm, const options& opts, std::span<const std::byte> initial_payload)
     : engine_(std::make_shared<detail::engine>(comm, opts, std::nullopt, initial_payload)) {}
 
-mutex::mutex(MPI_Comm comm, const options& opts, const detail::refusal& why)
+// NOLINTNEXTLINE(performance-unnecessary-value-param): by value, as the symbol has always been
+mutex::mutex(MPI_Comm comm, const options& opts, detail::refusal why)
     : engine_(std::make_shared<detail::engine>(comm, opts, error(why.code, why.what))) {}
 
 mutex::~mutex() = default;

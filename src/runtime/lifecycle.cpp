@@ -54,15 +54,13 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
                                       " bytes for a payload of " + std::to_string(opts.payload_bytes));
   const long long payload = static_cast<long long>(std::min(opts.payload_bytes, max_payload_bytes + 1));
   opts_.topology = resolve_topology(opts.topology);
-  const auto topo = static_cast<long long>(opts_.topology);
-  const auto bound = static_cast<long long>(opts.pass_bound);
   opts_.trace = trace_directory(opts);
   agreement a;
   a.set(agreement::refusal, local ? static_cast<long long>(local->code()) : 0);
   a.set(agreement::payload, payload);
   a.set(agreement::owner, opts.initial_owner);
-  a.set(agreement::topology, topo);
-  a.set(agreement::pass_bound, bound);
+  a.set(agreement::topology, static_cast<long long>(opts_.topology));
+  a.set(agreement::pass_bound, opts.pass_bound);
   a.set(agreement::traced, opts_.trace.empty() ? 0 : 1);
   a.set(agreement::proposed_id, static_cast<long long>(channel::proposal(comm)));
   a.reduce(comm, waiter);

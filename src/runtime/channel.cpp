@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "runtime/mpi_owned.hpp"
 #include "runtime/pacing.hpp"
 
 namespace tally::detail {
@@ -155,6 +156,8 @@ void channel::open(MPI_Comm comm, const waiter& wait) {
   guard lk(test_mu_);
   reqs_.assign(1 + posted, MPI_REQUEST_NULL);
   bufs_.resize(posted);
+  mpi_owned(bufs_.data(), bufs_.size() * sizeof(bufs_[0]));
+  mpi_owned(fault_in_.data(), fault_in_.size());
   done_idx_.resize(reqs_.size());
   done_status_.resize(reqs_.size());
   check_mpi(MPI_Irecv(fault_in_.data(), static_cast<int>(fault_in_.size()), MPI_CHAR, MPI_ANY_SOURCE, tag_fault,

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/token_layout.hpp"
+#include "runtime/mpi_owned.hpp"
 
 namespace tally::detail {
 
@@ -22,6 +23,7 @@ void transport::open(std::shared_ptr<channel> ch, std::uint32_t id, shape sh, st
                             sizeof(std::uint64_t));
   wire_ = wire_format(shape_.token_entries, shape_.payload_bytes, shape_.node_of, shape_.token_self, shape_.form);
   token_buf_.assign(wire_.bytes(), std::byte{0});
+  mpi_owned(token_buf_.data(), token_buf_.size());
   channel_->attach(id_, std::move(notify));
   attached_ = true;
 }

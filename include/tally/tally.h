@@ -56,7 +56,13 @@ typedef enum {
   TALLY_TOPOLOGY_AUTO = 2
 } tally_topology;
 
+/* Creation options. Set them with tally_options_init, then change fields: `size`
+ * records how large this header's struct is, so that a library of a later 1.x
+ * release reads only what the caller has (the rest takes its defaults) and an
+ * earlier one refuses fields it does not know (TALLY_ERR_ARG). Fields are only
+ * ever appended, and a field added after 1.0 has 0 as its default. */
 typedef struct {
+  size_t size;               /* sizeof(tally_options) in the caller's header */
   int initial_owner;         /* rank holding the token at creation; default 0 */
   tally_progress progress;   /* default TALLY_PROGRESS_AUTO */
   tally_poll poll;           /* default TALLY_POLL_ADAPTIVE */
@@ -74,9 +80,16 @@ typedef struct {
  * TALLY_SUCCESS. */
 TALLY_API int tally_get_version(int *major, int *minor, int *patch);
 
-/* Sets *opts to the defaults: owner 0, automatic progress, adaptive polling up to
- * 1 ms, no name, the wait warning from the environment or 30 s. */
-TALLY_API void tally_options_init(tally_options *opts);
+/* Sets *opts to the defaults (owner 0, automatic progress, adaptive polling up to
+ * 1 ms, no name, the wait warning from the environment or 30 s) and opts->size to
+ * sizeof(tally_options) as compiled here. TALLY_ERR_ARG for a NULL opts. */
+static inline int tally_options_init(tally_options *opts);
+
+/* What tally_options_init calls, with the caller's sizeof(tally_options): `size`
+ * bytes at opts are written (fields this library does not know are zeroed), none
+ * beyond. TALLY_ERR_ARG if opts is NULL or size is below 1.0's struct. For
+ * bindings that lay the struct out themselves (Fortran, ctypes). */
+TALLY_API int tally_options_init_sized(tally_options *opts, size_t size);
 
 /* Collective over comm. opts may be NULL (defaults). On success *out is the mutex. */
 TALLY_API int tally_mutex_create(MPI_Comm comm, const tally_options *opts, tally_mutex *out);
@@ -136,7 +149,12 @@ TALLY_API int tally_mutex_payload(tally_mutex m, void **ptr, size_t *bytes);
 /* Counters of this rank. The queries (get_stats, rank, size, topology) keep
  * answering with final values after MPI_Finalize freed the mutex, as in C++ after
  * free(); a handle passed to tally_mutex_free is gone (TALLY_ERR_STATE). */
-TALLY_API int tally_mutex_get_stats(tally_mutex m, tally_stats *out);
+static inline int tally_mutex_get_stats(tally_mutex m, tally_stats *out);
+
+/* What tally_mutex_get_stats calls, with the caller's sizeof(tally_stats): `size`
+ * bytes at out are written, none beyond; counters this library does not keep read
+ * 0. TALLY_ERR_ARG if out is NULL or size is below 1.0's struct. */
+TALLY_API int tally_mutex_get_stats_sized(tally_mutex m, tally_stats *out, size_t size);
 
 /* Rank and size of the calling process in the mutex's communicator. */
 TALLY_API int tally_mutex_rank(tally_mutex m, int *rank);
@@ -156,6 +174,14 @@ TALLY_API const char *tally_strerror(int code);
 /* The full message of the calling thread's last failing tally call (with MPI's
  * error string for TALLY_ERR_MPI), or "" if none failed. Never NULL. */
 TALLY_API const char *tally_last_error(void);
+
+static inline int tally_options_init(tally_options *opts) {
+  return tally_options_init_sized(opts, sizeof(tally_options));
+}
+
+static inline int tally_mutex_get_stats(tally_mutex m, tally_stats *out) {
+  return tally_mutex_get_stats_sized(m, out, sizeof(tally_stats));
+}
 
 #ifdef __cplusplus
 }

@@ -42,9 +42,11 @@ module tally
     type(c_ptr) :: handle = c_null_ptr
   end type
 
-  ! tally_options of tally.h, field for field; set it with tally_options_init first.
-  ! name stays c_null_ptr from Fortran (diagnostics then say "mutex #k").
+  ! tally_options of tally.h, field for field; set it with tally_options_init first
+  ! (which records its size, as in C). name stays c_null_ptr from Fortran
+  ! (diagnostics then say "mutex #k").
   type, public, bind(C) :: tally_options
+    integer(c_size_t) :: size
     integer(c_int) :: initial_owner
     integer(c_int) :: progress
     integer(c_int) :: poll
@@ -83,10 +85,11 @@ module tally
   end interface
 
   interface
-    subroutine c_options_init(opts) bind(C, name="tally_options_init")
-      import :: tally_options
+    integer(c_int) function c_options_init(opts, size) bind(C, name="tally_options_init_sized")
+      import :: c_int, c_size_t, tally_options
       type(tally_options), intent(out) :: opts
-    end subroutine
+      integer(c_size_t), value :: size
+    end function
     integer(c_int) function c_create(comm, opts, bytes, out) bind(C, name="tally_f_mutex_create")
       import :: c_int, c_ptr, c_size_t
       integer(c_int), value :: comm
@@ -127,10 +130,11 @@ module tally
       type(c_ptr), intent(out) :: ptr
       integer(c_size_t), intent(out) :: bytes
     end function
-    integer(c_int) function c_get_stats(m, stats) bind(C, name="tally_mutex_get_stats")
-      import :: c_int, c_ptr, tally_stats
+    integer(c_int) function c_get_stats(m, stats, size) bind(C, name="tally_mutex_get_stats_sized")
+      import :: c_int, c_ptr, c_size_t, tally_stats
       type(c_ptr), value :: m
       type(tally_stats), intent(out) :: stats
+      integer(c_size_t), value :: size
     end function
     integer(c_int) function c_rank(m, rank) bind(C, name="tally_mutex_rank")
       import :: c_int, c_ptr
@@ -203,7 +207,8 @@ contains
   ! The defaults, as tally_options_init in C.
   subroutine tally_options_init(options)
     type(tally_options), intent(out) :: options
-    call c_options_init(options)
+    integer(c_int) :: rc
+    rc = c_options_init(options, c_sizeof(options))  ! TALLY_SUCCESS: options is present and full-sized
   end subroutine
 
   ! Collective over comm; the default options, or `options` (tally_options_init).
@@ -318,7 +323,7 @@ contains
     type(tally_mutex), intent(in) :: mutex
     type(tally_stats), intent(out) :: stats
     integer, intent(out), optional :: ierror
-    call finish(c_get_stats(mutex%handle, stats), ierror)
+    call finish(c_get_stats(mutex%handle, stats, c_sizeof(stats)), ierror)
   end subroutine
 
   subroutine tally_mutex_rank(mutex, rank, ierror)

@@ -2,7 +2,9 @@
 // exceptions into codes and C types into C++ ones.
 #include "tally/tally.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -115,6 +117,35 @@ int enum_value(const Enum& e) noexcept {
   return v;
 }
 
+// The public structs' sizes at 1.0 (the end of their last 1.0 field): no caller of
+// libtally.so.1 has smaller ones. Fields are only appended after these.
+constexpr std::size_t options_1_0 = offsetof(tally_options, pass_bound) + sizeof(unsigned);
+constexpr std::size_t stats_1_0 = offsetof(tally_stats, bound_releases) + sizeof(std::uint64_t);
+
+// The caller's options (o->size bytes of them) as this library's struct: fields the
+// caller's header lacked take their defaults. An empty result is valid; otherwise it
+// says why not: a size no tally_options_init wrote, or fields set that this library
+// does not know (a program built against a newer tally.h).
+std::string read_options(const tally_options* o, tally_options& out) {
+  const std::size_t size = o->size;
+  tally_options_init_sized(&out, sizeof out);
+  if (size < options_1_0)
+    return "opts->size is " + std::to_string(size) + ", less than any tally_options (" + std::to_string(options_1_0) +
+           " bytes or more): set opts with tally_options_init";
+  if (size > sizeof out) {
+    const auto* tail = reinterpret_cast<const unsigned char*>(o);
+    for (std::size_t k = sizeof out; k < size; ++k)
+      if (tail[k] != 0)
+        return "opts sets fields this library (tally " + std::to_string(TALLY_VERSION_MAJOR) + "." +
+               std::to_string(TALLY_VERSION_MINOR) + "." + std::to_string(TALLY_VERSION_PATCH) +
+               ") does not know: the program was built against a newer tally.h (its tally_options is " +
+               std::to_string(size) + " bytes, this library's " + std::to_string(sizeof out) + ")";
+  }
+  std::memcpy(&out, o, std::min(size, sizeof out));
+  out.size = sizeof out;
+  return {};
+}
+
 tally::options to_options(const tally_options* o) {
   tally::options opts;
   if (!o) return opts;
@@ -157,17 +188,27 @@ int with_request(const char* api, tally_request r, F&& f) noexcept {
 
 extern "C" {
 
-void tally_options_init(tally_options* opts) {
-  if (!opts) return;
-  const tally::options d;
-  opts->initial_owner = d.initial_owner;
-  opts->progress = static_cast<tally_progress>(d.progress);
-  opts->poll = static_cast<tally_poll>(d.polling.how);
-  opts->poll_interval_us = static_cast<unsigned>(d.polling.interval.count());
-  opts->name = nullptr;
-  opts->wait_warning_s = -1.0;
-  opts->topology = static_cast<tally_topology>(d.topology);
-  opts->pass_bound = d.pass_bound;
+int tally_options_init_sized(tally_options* opts, size_t size) {
+  if (!opts) return fail(TALLY_ERR_ARG, __func__, "opts is NULL");
+  if (size < options_1_0)
+    return fail(TALLY_ERR_ARG, __func__,
+                "size " + std::to_string(size) + " is less than any tally_options (" + std::to_string(options_1_0) +
+                    " bytes or more)");
+  tally_options d;
+  std::memset(&d, 0, sizeof d);  // padding included: a later field may lie there
+  const tally::options defaults;
+  d.size = size;
+  d.initial_owner = defaults.initial_owner;
+  d.progress = static_cast<tally_progress>(defaults.progress);
+  d.poll = static_cast<tally_poll>(defaults.polling.how);
+  d.poll_interval_us = static_cast<unsigned>(defaults.polling.interval.count());
+  d.name = nullptr;
+  d.wait_warning_s = -1.0;
+  d.topology = static_cast<tally_topology>(defaults.topology);
+  d.pass_bound = defaults.pass_bound;
+  std::memcpy(opts, &d, std::min(size, sizeof d));
+  if (size > sizeof d) std::memset(reinterpret_cast<unsigned char*>(opts) + sizeof d, 0, size - sizeof d);
+  return TALLY_SUCCESS;
 }
 
 namespace tally::detail {
@@ -183,13 +224,17 @@ namespace {
 
 int create(const char* api, MPI_Comm comm, const tally_options* opts, size_t bytes, tally_mutex* out) {
   if (out) *out = nullptr;
-  tally::options o = to_options(opts);
+  tally_options mine;
+  const std::string bad = opts ? read_options(opts, mine) : std::string();
+  tally::options o = to_options(opts && bad.empty() ? &mine : nullptr);
   o.payload_bytes = bytes;
   std::unique_ptr<tally::mutex> m;
   const int rc = guarded(api, [&] {
-    if (out)
+    if (!bad.empty())  // fails on every rank, not just here
+      m = tally::detail::c_api::refused(comm, o, {tally::errc::arg, bad});
+    else if (out)
       m = std::make_unique<tally::mutex>(comm, o);
-    else  // fails on every rank, not just here
+    else
       m = tally::detail::c_api::refused(comm, o, {tally::errc::arg, "out is NULL"});
   });
   if (rc != TALLY_SUCCESS) return rc;
@@ -296,9 +341,17 @@ int tally_mutex_payload(tally_mutex m, void** ptr, size_t* bytes) {
   });
 }
 
-int tally_mutex_get_stats(tally_mutex m, tally_stats* out) {
+int tally_mutex_get_stats_sized(tally_mutex m, tally_stats* out, size_t size) {
   if (!out) return fail(TALLY_ERR_ARG, __func__, "out is NULL");
-  return with(__func__, m, [&](tally::mutex& x) { *out = x.stats(); });
+  if (size < stats_1_0)
+    return fail(TALLY_ERR_ARG, __func__,
+                "size " + std::to_string(size) + " is less than any tally_stats (" + std::to_string(stats_1_0) +
+                    " bytes or more)");
+  return with(__func__, m, [&](tally::mutex& x) {
+    const tally_stats s = x.stats();
+    std::memcpy(out, &s, std::min(size, sizeof s));
+    if (size > sizeof s) std::memset(reinterpret_cast<unsigned char*>(out) + sizeof s, 0, size - sizeof s);
+  });
 }
 
 int tally_mutex_rank(tally_mutex m, int* rank) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -27,6 +29,66 @@ TEST(CApi, VersionIsTheHeaders) {
   int only_minor = -1;  // NULL arguments are skipped
   EXPECT_EQ(tally_get_version(nullptr, &only_minor, nullptr), TALLY_SUCCESS);
   EXPECT_EQ(only_minor, TALLY_VERSION_MINOR);
+}
+
+// The structs record their size (tally.h): init writes exactly the caller's bytes,
+// create reads only those, and fields a newer header added are refused when set.
+TEST(CApi, OptionsCarryTheirSize) {
+  struct newer {  // tally_options as a later header could extend it
+    tally_options o;
+    std::uint64_t added_later;
+  };
+  static_assert(offsetof(newer, added_later) >= sizeof(tally_options));
+  newer n;
+  std::memset(&n, 0xab, sizeof n);
+  ASSERT_EQ(tally_options_init_sized(&n.o, sizeof n), TALLY_SUCCESS);
+  EXPECT_EQ(n.o.size, sizeof n);
+  EXPECT_EQ(n.added_later, 0u) << "unknown fields are zeroed";
+  tally_mutex m = nullptr;
+  ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, &n.o, &m), TALLY_SUCCESS) << tally_last_error();
+  ASSERT_EQ(tally_mutex_lock(m), TALLY_SUCCESS);
+  ASSERT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS);
+  ASSERT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
+  n.added_later = 1;  // a field this library does not know, set: refused on every rank
+  EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, &n.o, &m), TALLY_ERR_ARG);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_NE(std::strstr(tally_last_error(), "newer tally.h"), nullptr) << tally_last_error();
+
+  // A size no init wrote (a struct used uninitialized), and one too small to init.
+  tally_options o;
+  ASSERT_EQ(tally_options_init(&o), TALLY_SUCCESS);
+  EXPECT_EQ(o.size, sizeof o);
+  o.size = 3;
+  EXPECT_EQ(tally_mutex_create(MPI_COMM_WORLD, &o, &m), TALLY_ERR_ARG);
+  EXPECT_NE(std::strstr(tally_last_error(), "tally_options_init"), nullptr) << tally_last_error();
+  std::memset(&o, 0xcd, sizeof o);
+  EXPECT_EQ(tally_options_init_sized(&o, offsetof(tally_options, pass_bound)), TALLY_ERR_ARG);
+  EXPECT_EQ(o.size, static_cast<std::size_t>(0xcdcdcdcdcdcdcdcdull)) << "a refused init writes nothing";
+  EXPECT_EQ(tally_options_init(nullptr), TALLY_ERR_ARG);
+}
+
+TEST(CApi, StatsWriteOnlyTheCallersSize) {
+  tally_mutex m = nullptr;
+  ASSERT_EQ(tally_mutex_create(MPI_COMM_WORLD, nullptr, &m), TALLY_SUCCESS);
+  ASSERT_EQ(tally_mutex_lock(m), TALLY_SUCCESS);
+  ASSERT_EQ(tally_mutex_unlock(m), TALLY_SUCCESS);
+  struct newer {
+    tally_stats s;
+    std::uint64_t added_later;
+  };
+  newer n;
+  std::memset(&n, 0xab, sizeof n);
+  ASSERT_EQ(tally_mutex_get_stats_sized(m, &n.s, sizeof n), TALLY_SUCCESS);
+  EXPECT_EQ(n.s.acquisitions, 1u);
+  EXPECT_EQ(n.added_later, 0u) << "counters this library does not keep read 0";
+  tally_stats s;
+  std::memset(&s, 0xab, sizeof s);
+  EXPECT_EQ(tally_mutex_get_stats_sized(m, &s, 8), TALLY_ERR_ARG);
+  EXPECT_EQ(s.acquisitions, 0xababababababababull) << "a refused call writes nothing";
+  ASSERT_EQ(tally_mutex_get_stats(m, &s), TALLY_SUCCESS);
+  EXPECT_EQ(s.acquisitions, 1u);
+  EXPECT_EQ(std::memcmp(&s, &n.s, sizeof s), 0);
+  ASSERT_EQ(tally_mutex_free(&m), TALLY_SUCCESS);
 }
 
 TEST(CErrors, InvalidArguments) {

@@ -139,8 +139,10 @@ class guarded<T> {
   tally::mutex make(MPI_Comm comm, const T& initial, std::size_t capacity, options opts) {
     opts.payload_bytes = capacity + header;
     const std::size_t packed = pack(initial);
-    if (packed > capacity)
-      return tally::mutex(comm, opts, detail::refusal{errc::arg, too_large(packed) + " (initial value)"});
+    if (packed > capacity) {
+      const detail::refusal why{errc::arg, too_large(packed) + " (initial value)"};
+      return tally::mutex(comm, opts, sizeof(options), {}, &why);
+    }
     std::vector<std::byte> bytes(opts.payload_bytes);
     frame(bytes);
     return tally::mutex(comm, opts, bytes);

@@ -58,9 +58,10 @@ std::chrono::steady_clock::time_point deadline_at(const std::chrono::time_point<
   return deadline_after(left);
 }
 // A creation that must fail on every rank because of a bad argument found on this
-// one (the C API's NULL output handle, tally::guarded's oversized initial value):
-// the mutex is created collectively and the error raised everywhere, as for a bad
-// option. Only those two may create so (mutex's private constructor).
+// one (the C API's NULL output handle or unreadable options, tally::guarded's
+// oversized initial value): the mutex is created collectively and the error raised
+// everywhere, as for a bad option. Only those two create so (mutex's private
+// constructor).
 struct refusal {
   errc code;
   std::string what;
@@ -170,11 +171,12 @@ class TALLY_API mutex {
   // errc::thread_level for progress_mode::thread without MPI_THREAD_MULTIPLE.
   // With the default progress_mode::automatic, the mode is thread when MPI provides
   // MPI_THREAD_MULTIPLE and in_calls otherwise (see progress()).
-  explicit mutex(MPI_Comm comm, const options& opts = {});
+  explicit mutex(MPI_Comm comm, const options& opts = {}) : mutex(comm, opts, sizeof(options), {}, nullptr) {}
   // Collective: as above, with the payload starting as `initial_payload` (exactly
   // options::payload_bytes bytes, else errc::arg on every rank), in place before
   // any rank can ask for the token. Only the initial owner's bytes count.
-  mutex(MPI_Comm comm, const options& opts, std::span<const std::byte> initial_payload);
+  mutex(MPI_Comm comm, const options& opts, std::span<const std::byte> initial_payload)
+      : mutex(comm, opts, sizeof(options), initial_payload, nullptr) {}
 
   // Collective construction from any communicator object convertible to MPI_Comm,
   // such as boost::mpi::communicator.
@@ -237,7 +239,14 @@ class TALLY_API mutex {
   void free();
 
   // Counters of this rank; final after free().
-  tally::stats stats() const;
+  tally::stats stats() const {
+    tally::stats s;
+    read_stats(s, sizeof s);
+    return s;
+  }
+  // What stats() calls: writes `size` bytes of counters to out (the caller's
+  // sizeof(tally::stats)), none beyond; counters this library does not keep read 0.
+  void read_stats(tally::stats& out, std::size_t size) const;
   int rank() const;
   int size() const;
   // The progress mode in effect (progress_mode::automatic resolved at creation).
@@ -252,9 +261,12 @@ class TALLY_API mutex {
   friend struct detail::c_api;
   template <class T>
   friend class guarded;
-  // Collective creation that fails on every rank, with `why` raised on this one.
-  // (By value: the exported symbol binaries built against earlier headers call.)
-  mutex(MPI_Comm comm, const options& opts, detail::refusal why);
+  // What the constructors above call (inline, so that the sizes are the caller's
+  // header's): the library reads only the members of options that options_size
+  // covers and refuses a larger one (errc::arg: built against a newer header). A
+  // non-null `why` makes creation fail on every rank, raised on this one.
+  mutex(MPI_Comm comm, const options& opts, std::size_t options_size, std::span<const std::byte> initial_payload,
+        const detail::refusal* why);
 
   bool lock_until(std::chrono::steady_clock::time_point deadline);
 

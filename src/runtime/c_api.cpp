@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/errors.hpp"
 #include "tally/mutex.hpp"
 
 // Handles (mutexes and requests) are never returned to the allocator: a freed
@@ -117,10 +118,9 @@ int enum_value(const Enum& e) noexcept {
   return v;
 }
 
-// The public structs' sizes at 1.0 (the end of their last 1.0 field): no caller of
-// libtally.so.1 has smaller ones. Fields are only appended after these.
+// tally_options' size at 1.0 (the end of its last 1.0 field): no caller of
+// libtally.so.1 has a smaller one. Fields are only appended after it.
 constexpr std::size_t options_1_0 = offsetof(tally_options, pass_bound) + sizeof(unsigned);
-constexpr std::size_t stats_1_0 = offsetof(tally_stats, bound_releases) + sizeof(std::uint64_t);
 
 // The caller's options (o->size bytes of them) as this library's struct: fields the
 // caller's header lacked take their defaults. An empty result is valid; otherwise it
@@ -135,11 +135,7 @@ std::string read_options(const tally_options* o, tally_options& out) {
   if (size > sizeof out) {
     const auto* tail = reinterpret_cast<const unsigned char*>(o);
     for (std::size_t k = sizeof out; k < size; ++k)
-      if (tail[k] != 0)
-        return "opts sets fields this library (tally " + std::to_string(TALLY_VERSION_MAJOR) + "." +
-               std::to_string(TALLY_VERSION_MINOR) + "." + std::to_string(TALLY_VERSION_PATCH) +
-               ") does not know: the program was built against a newer tally.h (its tally_options is " +
-               std::to_string(size) + " bytes, this library's " + std::to_string(sizeof out) + ")";
+      if (tail[k] != 0) return tally::detail::newer_header("tally_options", size, sizeof out, "tally.h");
   }
   std::memcpy(&out, o, std::min(size, sizeof out));
   out.size = sizeof out;
@@ -215,7 +211,7 @@ namespace tally::detail {
 // The C API's access to tally::mutex's private refusing constructor.
 struct c_api {
   static std::unique_ptr<tally::mutex> refused(MPI_Comm comm, const options& opts, const refusal& why) {
-    return std::unique_ptr<tally::mutex>(new tally::mutex(comm, opts, why));
+    return std::unique_ptr<tally::mutex>(new tally::mutex(comm, opts, sizeof opts, {}, &why));
   }
 };
 }  // namespace tally::detail
@@ -343,15 +339,7 @@ int tally_mutex_payload(tally_mutex m, void** ptr, size_t* bytes) {
 
 int tally_mutex_get_stats_sized(tally_mutex m, tally_stats* out, size_t size) {
   if (!out) return fail(TALLY_ERR_ARG, __func__, "out is NULL");
-  if (size < stats_1_0)
-    return fail(TALLY_ERR_ARG, __func__,
-                "size " + std::to_string(size) + " is less than any tally_stats (" + std::to_string(stats_1_0) +
-                    " bytes or more)");
-  return with(__func__, m, [&](tally::mutex& x) {
-    const tally_stats s = x.stats();
-    std::memcpy(out, &s, std::min(size, sizeof s));
-    if (size > sizeof s) std::memset(reinterpret_cast<unsigned char*>(out) + sizeof s, 0, size - sizeof s);
-  });
+  return with(__func__, m, [&](tally::mutex& x) { x.read_stats(*out, size); });
 }
 
 int tally_mutex_rank(tally_mutex m, int* rank) {

@@ -2,6 +2,9 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <string>
+
+#include "tally/version.h"
 
 namespace tally {
 
@@ -21,6 +24,13 @@ const char* describe(errc code) noexcept {
 }  // namespace tally
 
 namespace tally::detail {
+
+std::string newer_header(const char* type, std::size_t caller_bytes, std::size_t own_bytes, const char* header) {
+  return std::string(type) + " of " + std::to_string(caller_bytes) + " bytes sets fields this library (tally " +
+         std::to_string(TALLY_VERSION_MAJOR) + "." + std::to_string(TALLY_VERSION_MINOR) + "." +
+         std::to_string(TALLY_VERSION_PATCH) + ", " + std::to_string(own_bytes) +
+         " bytes) does not know: the program was built against a newer " + header;
+}
 
 error make_error(errc code, const std::string& what, int mpi_error) { return error(code, {}, what, mpi_error); }
 

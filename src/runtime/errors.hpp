@@ -19,6 +19,10 @@ namespace tally::detail {
 // "tally: <operation>: <detail>" (tally::error::operation(): the C++ call that
 // failed, which the C API replaces by its own name). fail() throws it.
 error make_error(errc code, const std::string& what, int mpi_error = 0);
+// Why a struct of `caller_bytes` from the caller's `header` cannot be read by this
+// library, whose struct `type` has `own_bytes`: the caller was built against a
+// newer header. Names this library's version.
+std::string newer_header(const char* type, std::size_t caller_bytes, std::size_t own_bytes, const char* header);
 error make_error(errc code, const char* operation, const std::string& detail, int mpi_error = 0);
 [[noreturn]] void fail(errc code, const std::string& what, int mpi_error = 0);
 [[noreturn]] void fail(errc code, const char* operation, const std::string& detail, int mpi_error = 0);

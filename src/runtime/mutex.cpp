@@ -1,22 +1,52 @@
 // runtime/mutex.cpp — tally::mutex and payload_view: the C++ API over the engine.
 #include "tally/mutex.hpp"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
 
 #include "runtime/engine.hpp"
+#include "runtime/errors.hpp"
 
 namespace tally {
 
-mutex::mutex(MPI_Comm comm, const options& opts) : engine_(std::make_shared<detail::engine>(comm, opts)) {}
+namespace {
+// The sizes of options and stats at 1.0: no caller of libtally.so.1 has smaller
+// ones. Members are only appended later; pin options_1_0 to its number then.
+constexpr std::size_t options_1_0 = sizeof(options);
+constexpr std::size_t stats_1_0 = offsetof(tally_stats, bound_releases) + sizeof(std::uint64_t);
 
-mutex::mutex(MPI_Comm comm, const options& opts, std::span<const std::byte> initial_payload)
-    : engine_(std::make_shared<detail::engine>(comm, opts, std::nullopt, initial_payload)) {}
+// The caller's options, or why they cannot be read. Every member is 1.0's today; a
+// member appended later is copied only where options_size covers it.
+std::optional<error> unreadable(std::size_t options_size) {
+  if (options_size > sizeof(options))
+    return detail::make_error(
+        errc::arg, detail::newer_header("tally::options", options_size, sizeof(options), "tally/options.hpp"));
+  if (options_size < options_1_0)
+    return detail::make_error(errc::arg, "options of " + std::to_string(options_size) + " bytes are no tally::options");
+  return std::nullopt;
+}
+}  // namespace
 
-// NOLINTNEXTLINE(performance-unnecessary-value-param): by value, as the symbol has always been
-mutex::mutex(MPI_Comm comm, const options& opts, detail::refusal why)
-    : engine_(std::make_shared<detail::engine>(comm, opts, error(why.code, why.what))) {}
+mutex::mutex(MPI_Comm comm, const options& opts, std::size_t options_size, std::span<const std::byte> initial_payload,
+             const detail::refusal* why) {
+  std::optional<error> refused = unreadable(options_size);
+  if (why && !refused) refused = error(why->code, why->what);
+  // Unreadable options are not read: the creation fails on every rank with defaults.
+  engine_ = std::make_shared<detail::engine>(comm, refused ? options{} : opts, std::move(refused), initial_payload);
+}
+
+void mutex::read_stats(tally::stats& out, std::size_t size) const {
+  if (size < stats_1_0)
+    throw error(errc::arg, "stats of " + std::to_string(size) + " bytes, less than any tally_stats (" +
+                               std::to_string(stats_1_0) + ")");
+  const tally::stats s = engine_->stats();
+  std::memcpy(&out, &s, std::min(size, sizeof s));
+  if (size > sizeof s) std::memset(reinterpret_cast<unsigned char*>(&out) + sizeof s, 0, size - sizeof s);
+}
 
 mutex::~mutex() = default;
 
@@ -72,7 +102,6 @@ void payload_view::write(std::size_t offset, std::span<const std::byte> src) con
   std::memcpy(p.data() + offset, src.data(), src.size());
 }
 void mutex::free() { engine_->free(); }
-tally::stats mutex::stats() const { return engine_->stats(); }
 int mutex::rank() const { return engine_->rank(); }
 int mutex::size() const { return engine_->size(); }
 progress_mode mutex::progress() const { return engine_->progress(); }

@@ -6,12 +6,28 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <thread>
 
 #include "inject.hpp"
 #include "support.hpp"
+#include "tally/guarded.hpp"
+
+// tally::guarded<T> is tally::mutex's friend: this specialization stands for a
+// program built against another header, whose inline constructors would pass a
+// different sizeof(tally::options) to the library.
+namespace tally {
+struct other_header {};
+template <>
+class guarded<other_header> {
+ public:
+  static void create(MPI_Comm comm, std::size_t options_size) {
+    const mutex m(comm, options{}, options_size, {}, nullptr);
+  }
+};
+}  // namespace tally
 
 namespace {
 
@@ -102,6 +118,16 @@ TEST(CppErrors, AnMpiFailureMakesTheMutexUnusableOnEveryRank) {
   fresh.unlock();
   tally::test::progress_barrier(MPI_COMM_WORLD, fresh);
   EXPECT_EQ(fresh.stats().acquisitions, 1u);
+}
+
+// A larger tally::options than the library's (a newer header) is refused on every
+// rank, naming the cause; one smaller than any 1.x header's is no options at all.
+TEST(CppErrors, OptionsOfAnotherHeaderSizeAreRefused) {
+  using probe = tally::guarded<tally::other_header>;
+  const std::string newer = expect_error(errc::arg, [] { probe::create(MPI_COMM_WORLD, sizeof(tally::options) + 8); });
+  EXPECT_NE(newer.find("newer tally/options.hpp"), std::string::npos) << newer;
+  expect_error(errc::arg, [] { probe::create(MPI_COMM_WORLD, sizeof(tally::options) / 2); });
+  probe::create(MPI_COMM_WORLD, sizeof(tally::options));  // the same header: created and freed
 }
 
 TEST(CppErrors, QueriesKeepTheirFinalValuesAfterFree) {

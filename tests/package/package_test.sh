@@ -19,10 +19,10 @@ if ((EUID != 0)); then
   command -v sudo >/dev/null || fail "installing packages needs root or sudo (apt-get install)"
   sudo=(sudo)
 fi
+# (No `cmd | grep -q` under pipefail: grep's early exit can fail the writer.)
+installed() { [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == *"install ok installed"* ]]; }
 for p in "${packages[@]}"; do
-  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    fail "$p is installed already; this test installs and removes its own build of it"
-  fi
+  if installed "$p"; then fail "$p is installed already; this test installs and removes its own build of it"; fi
 done
 
 tmp=$(mktemp -d)
@@ -52,10 +52,10 @@ echo "== apt-get install"
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]}" >"$tmp/install.log" 2>&1 ||
   { cat "$tmp/install.log" >&2; fail "apt-get install"; }
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" | grep -q "install ok installed" || fail "$p is not installed"
+  installed "$p" || fail "$p is not installed"
 done
 [[ -f /usr/include/tally/tally.h && -e /usr/lib/libtally.so.1 ]] || fail "the files are not under /usr"
-ldconfig -p | grep -q "libtally.so.1 " || fail "the loader's cache lacks libtally.so.1 (ldconfig trigger)"
+[[ "$(ldconfig -p)" == *"libtally.so.1 "* ]] || fail "the loader's cache lacks libtally.so.1 (ldconfig trigger)"
 
 # Nothing below names a prefix: the compilers, pkg-config and CMake find tally in /usr.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1

@@ -202,8 +202,7 @@ int tally_options_init_sized(tally_options* opts, size_t size) {
   d.wait_warning_s = -1.0;
   d.topology = static_cast<tally_topology>(defaults.topology);
   d.pass_bound = defaults.pass_bound;
-  std::memcpy(opts, &d, std::min(size, sizeof d));
-  if (size > sizeof d) std::memset(reinterpret_cast<unsigned char*>(opts) + sizeof d, 0, size - sizeof d);
+  tally::detail::write_sized(opts, size, &d, sizeof d);
   return TALLY_SUCCESS;
 }
 

@@ -1,7 +1,9 @@
 #include "runtime/errors.hpp"
 
 #include <cstdarg>
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "tally/version.h"
@@ -30,6 +32,11 @@ std::string newer_header(const char* type, std::size_t caller_bytes, std::size_t
          std::to_string(TALLY_VERSION_MAJOR) + "." + std::to_string(TALLY_VERSION_MINOR) + "." +
          std::to_string(TALLY_VERSION_PATCH) + ", " + std::to_string(own_bytes) +
          " bytes) does not know: the program was built against a newer " + header;
+}
+
+void write_sized(void* out, std::size_t caller_bytes, const void* ours, std::size_t own_bytes) noexcept {
+  std::memcpy(out, ours, std::min(caller_bytes, own_bytes));
+  if (caller_bytes > own_bytes) std::memset(static_cast<unsigned char*>(out) + own_bytes, 0, caller_bytes - own_bytes);
 }
 
 error make_error(errc code, const std::string& what, int mpi_error) { return error(code, {}, what, mpi_error); }

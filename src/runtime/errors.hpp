@@ -23,6 +23,10 @@ error make_error(errc code, const std::string& what, int mpi_error = 0);
 // library, whose struct `type` has `own_bytes`: the caller was built against a
 // newer header. Names this library's version.
 std::string newer_header(const char* type, std::size_t caller_bytes, std::size_t own_bytes, const char* header);
+// Writes a public struct into the caller's `caller_bytes` at out: the first of
+// this library's `own_bytes` at ours that fit, zeros beyond them, nothing past
+// caller_bytes (docs/design.md, "A stable ABI").
+void write_sized(void* out, std::size_t caller_bytes, const void* ours, std::size_t own_bytes) noexcept;
 error make_error(errc code, const char* operation, const std::string& detail, int mpi_error = 0);
 [[noreturn]] void fail(errc code, const std::string& what, int mpi_error = 0);
 [[noreturn]] void fail(errc code, const char* operation, const std::string& detail, int mpi_error = 0);

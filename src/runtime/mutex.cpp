@@ -1,7 +1,6 @@
 // runtime/mutex.cpp — tally::mutex and payload_view: the C++ API over the engine.
 #include "tally/mutex.hpp"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -44,8 +43,7 @@ void mutex::read_stats(tally::stats& out, std::size_t size) const {
     throw error(errc::arg, "stats of " + std::to_string(size) + " bytes, less than any tally_stats (" +
                                std::to_string(stats_1_0) + ")");
   const tally::stats s = engine_->stats();
-  std::memcpy(&out, &s, std::min(size, sizeof s));
-  if (size > sizeof s) std::memset(reinterpret_cast<unsigned char*>(&out) + sizeof s, 0, size - sizeof s);
+  detail::write_sized(&out, size, &s, sizeof s);
 }
 
 mutex::~mutex() = default;

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstddef>
+#include <utility>
 
 #include "runtime/handles.hpp"
 
@@ -49,5 +50,22 @@ class agreement {
   std::array<long long, 2 * fields> mine_{};
   std::array<long long, 2 * fields> agreed_{};
 };
+
+// The id of a new mutex on a channel, from the proposals' range [lo, hi] after the
+// agreement above. Ranks propose different ids only while a free() on the same
+// communicator is still ending on some rank (on another thread). Then each rank
+// proposes its lowest free id from the largest proposal on, until all agree; the
+// id agreed is free on every rank. `lowest_free(from)`: this rank's lowest free id
+// >= from; `reduce(v)`: the {largest, smallest} of v over the ranks (a collective).
+// Each round raises hi or ends, so it ends once hi passes every id taken anywhere.
+template <class LowestFree, class Reduce>
+long long agree_on_id(long long hi, long long lo, LowestFree&& lowest_free, Reduce&& reduce) {
+  while (lo != hi) {
+    const std::pair<long long, long long> r = reduce(static_cast<long long>(lowest_free(hi)));
+    hi = r.first;
+    lo = r.second;
+  }
+  return hi;
+}
 
 }  // namespace tally::detail

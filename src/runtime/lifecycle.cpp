@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "runtime/agreement.hpp"
 #include "runtime/channel.hpp"
@@ -79,20 +80,16 @@ engine::engine(MPI_Comm comm, const options& opts, std::optional<error> caller_e
   std::shared_ptr<channel> ch = all_traced_ ? channel::create(comm, waiter) : channel::of(comm, waiter);
   long long id = 0;
   if (!all_traced_) {
-    // Ranks propose different ids only while a free() on comm is still ending on
-    // some rank (other threads): each proposes its lowest free id from the largest
-    // proposal on, until all agree on one that is free everywhere.
-    long long hi = a.hi(agreement::proposed_id), lo = a.lo(agreement::proposed_id);
-    MPI_Request req = MPI_REQUEST_NULL;
-    while (lo != hi) {
-      const auto next = static_cast<long long>(ch->lowest_free(static_cast<std::uint32_t>(hi)));
-      long long again[2] = {next, -next}, both[2];
-      check_mpi(MPI_Iallreduce(again, both, 2, MPI_LONG_LONG, MPI_MAX, comm, &req), "MPI_Iallreduce(id)");
-      wait_progressing(req, "MPI_Iallreduce(id)");
-      hi = both[0];
-      lo = -both[1];
-    }
-    id = hi;
+    id = agree_on_id(
+        a.hi(agreement::proposed_id), a.lo(agreement::proposed_id),
+        [&](long long from) { return ch->lowest_free(static_cast<std::uint32_t>(from)); },
+        [&](long long next) {
+          long long again[2] = {next, -next}, both[2];
+          MPI_Request req = MPI_REQUEST_NULL;
+          check_mpi(MPI_Iallreduce(again, both, 2, MPI_LONG_LONG, MPI_MAX, comm, &req), "MPI_Iallreduce(id)");
+          wait_progressing(req, "MPI_Iallreduce(id)");
+          return std::pair<long long, long long>{both[0], -both[1]};
+        });
   }
   if (id > static_cast<long long>(ch->max_id()))
     fail(errc::state, "too many mutexes alive on one communicator (" + std::to_string(id) + "); MPI_TAG_UB allows " +

@@ -2,18 +2,27 @@
 // requests outstanding; creating and freeing a thousand times with traffic leaks
 // no communicator, no datatype and no window; what the mutexes' channel holds
 // (two communicators; topology::node: the node's communicator and a slab window)
-// goes when the communicator they were created on is freed.
+// goes when the communicator they were created on is freed. A creation agrees on
+// its mutex's id also where ranks' free ids differ.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
+#include <memory>
+#include <thread>
+#include <utility>
 
+#include "runtime/agreement.hpp"
 #include "support.hpp"
 
 namespace {
 std::atomic<long> comms_made{0}, comms_freed{0}, types_made{0}, types_freed{0}, wins_made{0}, wins_freed{0};
-}
+// Nonblocking reductions on MPI_COMM_WORLD: all of them (a creation's agreement
+// starts with one) and those of two MPI_LONG_LONG (a round of the id agreement).
+std::atomic<long> world_reductions{0}, id_rounds{0};
+}  // namespace
 
 extern "C" {
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm* out, MPI_Request* req) {
@@ -37,6 +46,14 @@ int MPI_Win_free(MPI_Win* win) {
 int MPI_Comm_free(MPI_Comm* comm) {
   ++comms_freed;
   return PMPI_Comm_free(comm);
+}
+int MPI_Iallreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                   MPI_Request* req) {
+  if (comm == MPI_COMM_WORLD) {
+    if (count == 2 && type == MPI_LONG_LONG) ++id_rounds;
+    ++world_reductions;
+  }
+  return PMPI_Iallreduce(in, out, count, type, op, comm, req);
 }
 int MPI_Type_commit(MPI_Datatype* type) {
   ++types_made;
@@ -71,6 +88,71 @@ void free_and_check_balanced(tally::mutex& m) {
   const tally::stats s = m.stats();
   EXPECT_EQ(global_sum(s.requests_sent), global_sum(s.requests_received));
   EXPECT_EQ(global_sum(s.tokens_sent), global_sum(s.tokens_received));
+}
+
+// The id agreement of a creation (runtime/agreement.hpp), over the real reduction,
+// with each rank's free ids made to differ as a free() still ending on another
+// thread leaves them: rank r still holds id r. Rank 0 proposes 1 and the others 0;
+// then rank 1 finds 1 taken and proposes 2, and so on: n rounds after the first
+// reduction, ending at id n, the lowest one free on every rank.
+TEST(IdAgreement, RanksWhoseFreeIdsDifferAgreeOnOneFreeOnAll) {
+  const long long n = world_size(), me = world_rank();
+  const auto lowest_free = [me](long long from) { return from == me ? from + 1 : from; };
+  int rounds = 0;
+  const auto reduce = [&rounds](long long v) {
+    ++rounds;
+    long long in[2] = {v, -v}, out[2] = {0, 0};
+    EXPECT_EQ(MPI_Allreduce(in, out, 2, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD), MPI_SUCCESS);
+    return std::pair<long long, long long>{out[0], -out[1]};
+  };
+  const std::pair<long long, long long> first = reduce(lowest_free(0));
+  EXPECT_EQ(first.first, 1);
+  EXPECT_EQ(first.second, n == 1 ? 1 : 0);
+  const long long id = tally::detail::agree_on_id(first.first, first.second, lowest_free, reduce);
+  EXPECT_EQ(id, n);
+  EXPECT_EQ(lowest_free(id), id) << "the id agreed is taken on rank " << me;
+  EXPECT_EQ(rounds, n == 1 ? 1 : n + 1);
+}
+
+// The same through tally: on rank 0 a creation proposes its id while a mutex that
+// the other ranks free first is still alive; only then does rank 0 free it, on
+// another thread. The ranks propose different ids, run one more round and agree
+// on one free everywhere; the new mutex then serves every rank.
+TEST(IdAgreement, CreationWhileAFreeIsEndingOnAnotherThread) {
+  const int n = world_size(), me = world_rank();
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  tally::mutex keep(MPI_COMM_WORLD);  // the channel stays in use throughout
+  tally::mutex x(MPI_COMM_WORLD);
+  std::unique_ptr<tally::mutex> y;
+  const long rounds_before = id_rounds.load();
+  if (me == 0) {
+    const long reductions = world_reductions.load();
+    std::exception_ptr failed;
+    std::thread creator([&] {
+      try {
+        y = std::make_unique<tally::mutex>(MPI_COMM_WORLD);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    // The creation has made its proposal (x alive here) once its agreement starts.
+    while (world_reductions.load() == reductions) std::this_thread::yield();
+    x.free();
+    creator.join();
+    if (failed) std::rethrow_exception(failed);
+  } else {
+    x.free();
+    y = std::make_unique<tally::mutex>(MPI_COMM_WORLD);
+  }
+  EXPECT_EQ(id_rounds.load() - rounds_before, 1) << "the ranks proposed the same id: no second round ran";
+  for (int k = 0; k < 20; ++k) {
+    y->lock();
+    y->unlock();
+  }
+  EXPECT_EQ(global_sum(y->stats().acquisitions), static_cast<std::uint64_t>(20 * n));
+  progress_barrier(MPI_COMM_WORLD, [&] { y->poll(); });
+  y->free();
+  keep.free();
 }
 
 TEST(Teardown, FreeWithWithdrawnRequestsOutstanding) {

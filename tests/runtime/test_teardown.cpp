@@ -128,15 +128,18 @@ TEST(IdAgreement, CreationWhileAFreeIsEndingOnAnotherThread) {
   if (me == 0) {
     const long reductions = world_reductions.load();
     std::exception_ptr failed;
+    std::atomic<bool> ended{false};
     std::thread creator([&] {
       try {
         y = std::make_unique<tally::mutex>(MPI_COMM_WORLD);
       } catch (...) {
         failed = std::current_exception();
       }
+      ended = true;
     });
-    // The creation has made its proposal (x alive here) once its agreement starts.
-    while (world_reductions.load() == reductions) std::this_thread::yield();
+    // The creation has made its proposal (x alive here) once its agreement starts
+    // (or it failed before that: then the join below reports it).
+    while (world_reductions.load() == reductions && !ended.load()) std::this_thread::yield();
     x.free();
     creator.join();
     if (failed) std::rethrow_exception(failed);

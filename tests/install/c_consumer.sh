@@ -17,7 +17,7 @@ mkdir -p "$out"
 
 export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig"
 pc_flags=$(pkg-config --cflags --libs tally)
-if readelf -d "$prefix/$libdir/libtally.so" 2>/dev/null | grep -Eq 'R(UN)?PATH'; then
+if grep -Eq 'R(UN)?PATH' <<<"$(readelf -d "$prefix/$libdir/libtally.so" 2>/dev/null)"; then
   echo "c_consumer: the installed libtally.so carries an RPATH/RUNPATH" >&2
   exit 1
 fi

@@ -13,7 +13,7 @@ timeout -s KILL 5 "${emu[@]}" run --nodes 2 -- "$mpiexec" -n 2 sleep 60 || rc=$?
 left=$("${emu[@]}" status | awk '{ for (i = 4; i <= NF; i++) n++ } END { print n + 0 }')
 echo "processes left in the nodes after the kill: $left"
 "${emu[@]}" down
-if ip netns list | grep -q '^tally-tallyci-'; then
+if grep -q '^tally-tallyci-' <<<"$(ip netns list)"; then
   echo "FAIL: namespaces left after tearing down a killed job" >&2
   exit 1
 fi

@@ -45,7 +45,7 @@ finish() {
   fi
   local_slurm_stop || rc=1
   "${emu[@]}" down || rc=1
-  if ip netns list | grep -q '^tally-slurmci-'; then
+  if grep -q '^tally-slurmci-' <<<"$(ip netns list)"; then
     echo "FAIL: namespaces left: $(ip netns list | tr '\n' ' ')" >&2
     rc=1
   fi

@@ -156,8 +156,7 @@ TEST_P(Async, CancelRacingWithTheToken) {
     m.unlock();
   }
   progress_barrier(MPI_COMM_WORLD, m);
-  std::uint64_t all = 0;
-  MPI_Allreduce(&acquired, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const std::uint64_t all = tally::test::global_sum(acquired);
   EXPECT_EQ(overlaps, 0u);
   EXPECT_EQ(counter.value(), static_cast<std::int64_t>(all));
   EXPECT_EQ(acquired + withdrawn, static_cast<std::uint64_t>(rounds));

@@ -21,6 +21,7 @@
 namespace {
 
 using tally::test::count_nodes;
+using tally::test::global_sum;
 using tally::test::nodes_of_ranks;
 using tally::test::progress_barrier;
 using tally::test::run_topology;
@@ -68,9 +69,7 @@ TEST(DefaultProgress, HolderInABarrier) {
     // The token left rank 0's node once for each other node, whichever rank of it
     // sent it; where every rank shares one node it never moved.
     const int nodes = count_nodes(nodes_of_ranks());
-    const std::uint64_t sent = m.stats().tokens_sent;
-    std::uint64_t all = 0;
-    MPI_Allreduce(&sent, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    const std::uint64_t all = global_sum(m.stats().tokens_sent);
     EXPECT_GE(all, static_cast<std::uint64_t>(nodes - 1));
     if (nodes == 1) {
       EXPECT_EQ(all, 0u);

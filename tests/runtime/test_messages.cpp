@@ -46,6 +46,7 @@ int MPI_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag,
 
 namespace {
 
+using tally::test::global_sum;
 using tally::test::world_rank;
 using tally::test::world_size;
 
@@ -59,12 +60,6 @@ totals global_counts() {
   std::uint64_t sum[3];
   MPI_Allreduce(mine, sum, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   return {sum[0], sum[1], sum[2]};
-}
-
-std::uint64_t global_sum(std::uint64_t v) {
-  std::uint64_t s = 0;
-  MPI_Allreduce(&v, &s, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-  return s;
 }
 
 class Messages : public ::testing::TestWithParam<tally::progress_mode> {};

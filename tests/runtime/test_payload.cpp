@@ -247,8 +247,7 @@ TEST(SharedAppend, FileIsExactlyTheRecords) {
     }
   }
   MPI_File_close(&fh);
-  std::uint64_t total = 0;
-  MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const std::uint64_t total = tally::test::global_sum(mine);
   if (world_rank() == 0) {
     std::vector<std::byte> bytes;
     if (std::FILE* f = std::fopen(path, "rb")) {

@@ -67,15 +67,10 @@ int MPI_Type_free(MPI_Datatype* type) {
 
 namespace {
 
+using tally::test::global_sum;
 using tally::test::progress_barrier;
 using tally::test::world_rank;
 using tally::test::world_size;
-
-std::uint64_t global_sum(std::uint64_t v) {
-  std::uint64_t s = 0;
-  MPI_Allreduce(&v, &s, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-  return s;
-}
 
 // Frees m and checks, over all ranks, that every message sent was received.
 // A failing free() is reported, not thrown: every rank must reach the reductions.

@@ -71,6 +71,13 @@ inline int world_size() {
   return s;
 }
 
+// The sum of v over MPI_COMM_WORLD. Collective.
+inline std::uint64_t global_sum(std::uint64_t v) {
+  std::uint64_t s = 0;
+  MPI_Allreduce(&v, &s, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return s;
+}
+
 // Every rank's node, as the split the node topology uses sees it (a node is named
 // by its lowest rank). Collective over MPI_COMM_WORLD.
 inline std::vector<int> nodes_of_ranks() {

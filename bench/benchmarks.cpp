@@ -88,6 +88,9 @@ void BM_Floor(benchmark::State& state) {
   // line's trip (docs/benchmarks.md, "The shared-memory floor").
   const double line = line_floor_ns(100000);
   if (std::isfinite(line)) state.counters["line_one_way_ns"] = line;
+  // And the floor of a handoff inside a node (docs/benchmarks.md, "The ticket floor").
+  const double ticket = ticket_floor_ns(100000);
+  if (std::isfinite(ticket)) state.counters["ticket_handoff_ns"] = ticket;
 }
 
 // --- BM_Handoff and BM_CsSweep: every rank loops lock, CS, unlock, think ---------------

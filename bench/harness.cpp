@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <cstddef>
 #include <set>
 #include <thread>
@@ -87,7 +88,16 @@ std::int64_t batch_iterations(const benchmark::State& state, std::int64_t unit, 
 
 floor_value& measured_floor() noexcept { return g_floor; }
 
-double line_floor_ns(int round_trips) {
+namespace {
+
+constexpr MPI_Aint cache_line = 64;
+
+// Runs `body(lines, rank)` on ranks 0 and 1, over `lines` cache lines of an
+// MPI_Win_allocate_shared window (zeroed, each rank's first access after a barrier),
+// and returns rank 0's result on every rank of world().comm (collective). NaN
+// where line_floor_ns says.
+template <class Body>
+double on_shared_pair(int lines, Body body) {
   const world_info& w = world();
   double out = NAN;
   if (!w.shared_windows || w.size < 2) return out;
@@ -111,36 +121,18 @@ double line_floor_ns(int round_trips) {
   int fits = together == 2 && (cores == 0 || static_cast<unsigned>(on_node) <= cores) ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, pair);
   if (fits) {
-    constexpr MPI_Aint line = 64;
+    const MPI_Aint bytes = cache_line * lines;
     MPI_Win win = MPI_WIN_NULL;
     void* mine = nullptr;
-    MPI_Win_allocate_shared(w.rank == 0 ? 2 * line : 0, 1, MPI_INFO_NULL, node, &mine, &win);
-    MPI_Aint bytes = 0;
+    MPI_Win_allocate_shared(w.rank == 0 ? bytes : 0, 1, MPI_INFO_NULL, node, &mine, &win);
+    MPI_Aint size = 0;
     int unit = 0;
     void* base = nullptr;
-    MPI_Win_shared_query(win, 0, &bytes, &unit, &base);
-    auto* lines = static_cast<std::byte*>(base);
-    // Each line written by one rank only: its own flag, read by the other.
-    std::atomic_ref<int> ping(*reinterpret_cast<int*>(lines));
-    std::atomic_ref<int> pong(*reinterpret_cast<int*>(lines + line));
-    if (w.rank == 0) ping.store(0), pong.store(0);
+    MPI_Win_shared_query(win, 0, &size, &unit, &base);
+    auto* at = static_cast<std::byte*>(base);
+    if (w.rank == 0) std::memset(at, 0, static_cast<std::size_t>(bytes));
     MPI_Barrier(node);
-    const ns_t t0 = now_ns();
-    // Spins, but yields after many (a core taken away meanwhile must not stall it).
-    const auto await = [](std::atomic_ref<int>& flag, int value) {
-      for (unsigned spin = 0; flag.load(std::memory_order_acquire) != value; ++spin)
-        if (spin > (1u << 16)) std::this_thread::yield();
-    };
-    for (int i = 1; i <= round_trips; ++i) {
-      if (w.rank == 0) {
-        ping.store(i, std::memory_order_release);
-        await(pong, i);
-      } else {
-        await(ping, i);
-        pong.store(i, std::memory_order_release);
-      }
-    }
-    out = static_cast<double>(now_ns() - t0) / (2.0 * round_trips);
+    out = body(at, w.rank);
     MPI_Barrier(node);
     MPI_Win_free(&win);
   }
@@ -148,6 +140,52 @@ double line_floor_ns(int round_trips) {
   MPI_Comm_free(&pair);
   MPI_Bcast(&out, 1, MPI_DOUBLE, 0, w.comm);
   return out;
+}
+
+std::atomic_ref<int> word_at(std::byte* p) noexcept { return std::atomic_ref<int>(*reinterpret_cast<int*>(p)); }
+
+// Spins until `flag` holds `value`, yielding after many spins (a core taken away
+// meanwhile must not stall it).
+void await(std::atomic_ref<int> flag, int value) noexcept {
+  for (unsigned spin = 0; flag.load(std::memory_order_acquire) != value; ++spin)
+    if (spin > (1u << 16)) std::this_thread::yield();
+}
+
+}  // namespace
+
+double line_floor_ns(int round_trips) {
+  return on_shared_pair(2, [round_trips](std::byte* lines, int rank) {
+    // Each line written by one rank only: its own flag, read by the other.
+    const std::atomic_ref<int> ping = word_at(lines), pong = word_at(lines + cache_line);
+    const ns_t t0 = now_ns();
+    for (int i = 1; i <= round_trips; ++i) {
+      if (rank == 0) {
+        ping.store(i, std::memory_order_release);
+        await(pong, i);
+      } else {
+        await(ping, i);
+        pong.store(i, std::memory_order_release);
+      }
+    }
+    return static_cast<double>(now_ns() - t0) / (2.0 * round_trips);
+  });
+}
+
+double ticket_floor_ns(int entries) {
+  return on_shared_pair(2, [entries](std::byte* lines, int) {
+    // The next ticket on one line, the turn on another: unlock() stores the turn
+    // without reading what a waiter wrote.
+    const std::atomic_ref<int> next = word_at(lines), turn = word_at(lines + cache_line);
+    auto entry = [&] {
+      const int mine = next.fetch_add(1, std::memory_order_relaxed);
+      await(turn, mine);
+      turn.store(mine + 1, std::memory_order_release);
+    };
+    for (int i = 0; i < entries / 10; ++i) entry();
+    const ns_t t0 = now_ns();
+    for (int i = 0; i < entries; ++i) entry();
+    return static_cast<double>(now_ns() - t0) / (2.0 * entries);
+  });
 }
 
 void measurement::begin() noexcept {

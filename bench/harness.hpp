@@ -120,6 +120,13 @@ floor_value& measured_floor() noexcept;
 // ranks 0 and 1 share a node, the transport makes shared windows and the node's
 // ranks are no more than its cores (oversubscribed, it would time the scheduler).
 double line_floor_ns(int round_trips);
+// The shared-memory lock floor: the time per entry of a ticket lock that ranks 0
+// and 1 take in turns, each looping lock(); unlock(); `entries` times, through such a
+// window (its count and its turn on two lines). Its unlock() reads nothing that a
+// waiter wrote, which makes it the cheapest handoff a lock can make through shared
+// memory; a lock whose unlock() must learn who waits pays at least a line more.
+// Collective; NaN where line_floor_ns is.
+double ticket_floor_ns(int entries);
 
 // What the mean of a benchmark is compared with.
 enum class compare_to {

@@ -47,16 +47,18 @@ cohort_world::cohort_world(std::vector<std::int32_t> sizes, std::int32_t owner_n
 }
 
 cohort_world::phase cohort_world::phase_of(rank_t r) const {
-  const std::int32_t k = node_of(r);
-  const std::int32_t i = local_of(r);
-  const std::uint8_t* b = block(k);
-  if (reinterpret_cast<const protocol::cohort_header*>(b + shape_->layout.header)->in_cs == i) return phase::in_cs;
-  return b[shape_->layout.waiting + static_cast<std::size_t>(i)] ? phase::waiting : phase::idle;
+  const protocol::cohort c = node(node_of(r));
+  const std::uint32_t t = c.ticket_of(local_of(r));
+  if (t == protocol::gate::no_ticket) return phase::idle;
+  return c.gate_now().serves(t) ? phase::in_cs : phase::waiting;
 }
 
-verdict cohort_world::carry(std::int32_t k, const protocol::cohort_step& s, const char* what, rank_t at) {
+verdict cohort_world::carry(std::int32_t k, const protocol::cohort_step& s, const char* what, rank_t at, bool noted) {
   if (!s.ok()) return refused(what, at, s.st);
-  const protocol::cohort c = node(k);
+  protocol::cohort c = node(k);
+  // A grant other than lock's at once: the rank sees it on the gate and counts it
+  // (the runtime does so when it looks, the world at once).
+  if (s.act.grant >= 0 && !noted) c.note_entry(s.act.grant);
   if (s.act.token_to.value() >= 0) {
     const protocol::cohort_view& v = c.state();
     in_flight f{s.act.token_to, std::vector<protocol::ln_t>(v.ln, v.ln + nodes()), {}, *v.hop, {}, 0};
@@ -111,13 +113,17 @@ std::optional<std::string> cohort_world::wire_check(std::int32_t from, in_flight
 verdict cohort_world::request(rank_t r) {
   if (r.value() < 0 || r.value() >= ranks()) return verdict::refuse("rank out of range");
   const std::int32_t k = node_of(r);
-  return carry(k, node(k).lock(local_of(r)), "request", r);
+  // As the runtime locks: without the node's lock where the gate allows it.
+  protocol::cohort c = node(k);
+  protocol::cohort_step s;
+  if (c.lock_unlocked(local_of(r), s)) return carry(k, s, "request", r, true);
+  return carry(k, c.lock(local_of(r)), "request", r, true);
 }
 
 verdict cohort_world::withdraw(rank_t r) {
   if (r.value() < 0 || r.value() >= ranks()) return verdict::refuse("rank out of range");
   const std::int32_t k = node_of(r);
-  return carry(k, node(k).withdraw(local_of(r)), "withdraw", r);
+  return carry(k, node(k).withdraw(local_of(r)), "withdraw", r, true);
 }
 
 verdict cohort_world::exit(rank_t r) {
@@ -129,9 +135,17 @@ verdict cohort_world::exit(rank_t r) {
   bool known = v.h->has_token && v.h->tq_len > 0;
   for (std::int32_t j = 0; j < nodes() && v.h->has_token && !known; ++j)
     known = j != k && protocol::fresh(v.rn[j], v.ln[j]);
+  // As the runtime leaves: without the node's lock where the gate allows it.
+  if (c.leave_unlocked(local_of(r))) {
+    if (known)
+      return verdict::refuse("exit at rank " + std::to_string(r.value()) +
+                             " left without the lock while another node was known to wait");
+    if (const std::int32_t next = c.in_cs(); next >= 0) c.note_entry(next);
+    return {};
+  }
   const protocol::cohort_step s = c.unlock(local_of(r));
   if (s.ok() && s.act.grant >= 0 && known) ++streak_;
-  return carry(k, s, "exit", r);
+  return carry(k, s, "exit", r, false);
 }
 
 verdict cohort_world::deliver(rank_t requester, std::int32_t to, std::optional<seq_t> seq) {
@@ -146,7 +160,7 @@ verdict cohort_world::deliver(rank_t requester, std::int32_t to, std::optional<s
   const protocol::cohort_step s = node(to).on_request(0, m.requester, m.seq, m.copy_hop);
   if (!s.ok()) return refused("deliver", global(to, 0), s.st);
   pending_.erase(pending_.begin() + (it - pending_.begin()));
-  return carry(to, s, "deliver", global(to, 0));
+  return carry(to, s, "deliver", global(to, 0), true);
 }
 
 verdict cohort_world::deliver_token() {
@@ -159,7 +173,7 @@ verdict cohort_world::deliver_token() {
   if (!s.ok()) return refused("token delivery", to, s.st);
   flight_.reset();
   streak_ = 0;
-  return carry(k, s, "token delivery", to);
+  return carry(k, s, "token delivery", to, false);
 }
 
 bool cohort_world::can_progress() const noexcept {
@@ -173,7 +187,7 @@ bool cohort_world::quiescent() const noexcept {
   if (!pending_.empty() || flight_) return false;
   for (std::int32_t k = 0; k < nodes(); ++k) {
     const protocol::cohort c = node(k);
-    if (c.in_cs() >= 0 || c.state().h->lq_len > 0 || c.requesting()) return false;
+    if (c.in_cs() >= 0 || c.queued_count() > 0 || c.requesting()) return false;
   }
   return true;
 }
@@ -214,7 +228,7 @@ class packer {
 
 void cohort_world::encode(std::vector<std::uint64_t>& out, bool trail) const {
   // Field by field, so that equal protocol states encode equally: the local FIFO in
-  // order (not the ring), the token's queue only where it is held, and an unsure
+  // ticket order (not the ring, nor the tickets' numbers), the token's queue only where it is held, and an unsure
   // remote_waiting as what unlock would find (violation() checks that a settled one
   // always equals that, so the two states behave alike). The trail and the LN copies
   // decide what a token carries (its form and its pairs) but no step's effect on the
@@ -229,7 +243,18 @@ void cohort_world::encode(std::vector<std::uint64_t>& out, bool trail) const {
     const protocol::cohort_header& h = *v.h;
     const std::uint64_t waiting =
         h.remote_waiting == protocol::cohort_header::unsure ? (c.remote_waiter_known() ? 1 : 0) : h.remote_waiting;
-    p.put_signed(h.in_cs);
+    // The local FIFO by ticket, whatever the tickets' numbers: one pass.
+    const protocol::gate g = c.gate_now();
+    const std::int32_t R = shape_->sizes[static_cast<std::size_t>(k)];
+    std::array<std::int32_t, 64> by_place{};
+    std::vector<std::int32_t> wide;
+    std::int32_t* place = R <= 64 ? by_place.data() : (wide.resize(static_cast<std::size_t>(R)), wide.data());
+    for (std::int32_t i = 0; i < R; ++i) {
+      const std::uint32_t t = c.ticket_of(i);
+      if (t != protocol::gate::no_ticket && g.ahead(t) < g.out()) place[g.ahead(t)] = i;
+    }
+    const auto queued = static_cast<std::int32_t>(g.out());
+    p.put_signed(g.token && queued > 0 ? place[0] : -1);  // in the CS
     p.put(h.passes);
     p.put(h.has_token | h.requesting << 1 | waiting << 2);
     for (std::size_t j = 0; j < K; ++j) {
@@ -243,9 +268,8 @@ void cohort_world::encode(std::vector<std::uint64_t>& out, bool trail) const {
       for (std::size_t i = 0; i < std::min<std::uint64_t>(*v.hop, protocol::node_token::route); ++i)
         p.put_signed(v.route[i]);
     }
-    p.put(static_cast<std::uint64_t>(h.lq_len));
-    const std::int32_t R = shape_->sizes[static_cast<std::size_t>(k)];
-    for (std::int32_t q = 0; q < h.lq_len; ++q) p.put_signed(v.lq[(h.lq_head + q) % R]);
+    p.put(static_cast<std::uint64_t>(queued));
+    for (std::int32_t q = 0; q < queued; ++q) p.put_signed(place[q]);
     if (!h.has_token) continue;
     p.put(static_cast<std::uint64_t>(h.tq_len));
     for (std::int32_t q = 0; q < h.tq_len; ++q) p.put_signed(v.tq[q]);

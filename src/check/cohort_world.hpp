@@ -46,7 +46,7 @@ class cohort_world {
   // --- steps (global ranks) ------------------------------------------------------
   verdict request(rank_t r);   // lock()
   verdict withdraw(rank_t r);  // a waiting rank gives up
-  verdict exit(rank_t r);      // unlock()
+  verdict exit(rank_t r);      // unlock(): without the node's lock where the gate allows
   // Deliver the pending REQUEST of `requester` to node `to` with sequence `seq`, or
   // the oldest such one when seq is empty.
   verdict deliver(rank_t requester, std::int32_t to, std::optional<seq_t> seq = std::nullopt);
@@ -115,7 +115,9 @@ class cohort_world {
   std::uint8_t* block(std::int32_t k) const {
     return reinterpret_cast<std::uint8_t*>(mem_.data()) + shape_->stride * static_cast<std::size_t>(k);
   }
-  verdict carry(std::int32_t k, const protocol::cohort_step& s, const char* what, rank_t at);
+  // `noted`: a grant in s was counted by the event (lock's at once), else the world
+  // counts it for its rank (cohort::note_entry).
+  verdict carry(std::int32_t k, const protocol::cohort_step& s, const char* what, rank_t at, bool noted);
   // Encodes the token node `from` (view c) sends and decodes it as its receiver
   // would; the first difference from what f carries, or nullopt. Sets f.form.
   std::optional<std::string> wire_check(std::int32_t from, in_flight& f, const protocol::cohort& c) const;

@@ -57,24 +57,28 @@ std::optional<std::string> cohort_world::violation() const {
       holder = k;
     }
     // C1 one rank in the CS, on the node that holds the token.
-    if (h.in_cs >= 0) {
+    const std::int32_t served = c.in_cs();
+    if (served >= 0) {
       ++in_cs;
-      if (h.in_cs >= R) return report{}("node ", k, ": in_cs names local rank ", h.in_cs);
-      if (!h.has_token) return report{}("node ", k, ": rank ", h.in_cs, " is in the CS without the token");
+      if (served >= R) return report{}("node ", k, ": the CS is held by local rank ", served);
     }
-    // C3 the local FIFO and the waiting flags agree; no rank waits twice or in the CS.
-    if (h.lq_len < 0 || h.lq_len > R || h.lq_head < 0 || h.lq_head >= R)
-      return report{}("node ", k, ": local FIFO out of bounds");
+    // C3 the gate and the tickets agree: the tickets out, [turn, next), are held by
+    // one rank each (written to its line: every step of the world is atomic, as the
+    // runtime's waiting for settled() makes it), and no other rank holds one.
+    const protocol::gate g = c.gate_now();
+    if (g.out() > static_cast<std::uint32_t>(R)) return report{}("node ", k, ": ", g.out(), " tickets out");
+    if (g.token != (h.has_token != 0)) return report{}("node ", k, ": the gate's token bit disagrees");
+    if (g.slow != (h.has_token && h.remote_waiting != 0))
+      return report{}("node ", k, ": the gate's slow bit is ", g.slow, " between events");
+    if (g.via_token && served < 0) return report{}("node ", k, ": via_token with nobody served");
     std::vector<int> seen(static_cast<std::size_t>(R), 0);
-    for (std::int32_t q = 0; q < h.lq_len; ++q) {
-      const std::int32_t x = c.state().lq[(h.lq_head + q) % R];
-      if (x < 0 || x >= R || seen[static_cast<std::size_t>(x)]++)
-        return report{}("node ", k, ": local FIFO holds ", x, " out of range or twice");
-      if (x == h.in_cs) return report{}("node ", k, ": rank ", x, " waits while in the CS");
+    for (std::int32_t i = 0; i < R; ++i) {
+      const std::uint32_t t = c.ticket_of(i);
+      if (t == protocol::gate::no_ticket) continue;
+      if (g.ahead(t) >= g.out()) return report{}("node ", k, ": rank ", i, " holds ticket ", t, ", not out");
+      if (seen[g.ahead(t)]++) return report{}("node ", k, ": ticket ", t, " held twice");
     }
-    for (std::int32_t i = 0; i < R; ++i)
-      if ((seen[static_cast<std::size_t>(i)] != 0) != c.is_waiting(i))
-        return report{}("node ", k, ": waiting flag of local rank ", i, " disagrees with the FIFO");
+    if (!c.settled()) return report{}("node ", k, ": a ticket out is held by nobody");
     if (h.has_token && h.requesting) return report{}("node ", k, " holds the token and requests it");
     {  // the broadcast order names every other node once (and so ends)
       std::vector<int> named(static_cast<std::size_t>(K), 0);
@@ -86,12 +90,12 @@ std::optional<std::string> cohort_world::violation() const {
       }
       if (count != K - 1) return report{}("node ", k, ": broadcast order names ", count, " of ", K - 1, " nodes");
     }
-    if (h.has_token && h.in_cs < 0) {  // C4 an idle holder has nothing to hand on
-      if (h.lq_len > 0) return report{}("idle holder node ", k, " has local waiters");
+    if (h.has_token && served < 0) {  // C4 an idle holder has nothing to hand on
+      if (c.queued_count() > 0) return report{}("idle holder node ", k, " has local waiters");
       if (c.remote_waiter_known())
         return report{}("idle holder node ", k, " keeps the token although another node waits");
     }
-    if (!h.has_token && h.lq_len > 0 && !h.requesting)  // C5
+    if (!h.has_token && c.queued_count() > 0 && !h.requesting)  // C5
       return report{}("node ", k, " has local waiters but neither holds nor requests the token");
     if (h.has_token) {  // C9 the pass bound
       if (h.remote_waiting != protocol::cohort_header::unsure && (h.remote_waiting != 0) != c.remote_waiter_known())

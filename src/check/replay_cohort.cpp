@@ -41,12 +41,11 @@ std::pair<std::vector<std::uint64_t>, std::vector<std::int32_t>> token_of(const 
 }
 
 std::vector<std::int32_t> local_fifo(const cohort_world& w, std::int32_t k) {
+  // The waiting ranks in ticket order (the one in the CS, served, is not waiting).
   const protocol::cohort c = w.node(k);
-  const protocol::cohort_header& h = *c.state().h;
-  const std::int32_t r = c.shape().locals;
   std::vector<std::int32_t> out;
-  out.reserve(static_cast<std::size_t>(h.lq_len));
-  for (std::int32_t q = 0; q < h.lq_len; ++q) out.push_back(w.global(k, c.state().lq[(h.lq_head + q) % r]).value());
+  for (std::int32_t q = c.in_cs() >= 0 ? 1 : 0; q < c.queued_count(); ++q)
+    out.push_back(w.global(k, c.queued_at(q)).value());
   return out;
 }
 
@@ -132,7 +131,7 @@ std::string describe(const cohort_world& w) {
     const protocol::cohort_header& h = *c.state().h;
     os << "  node " << k << ":" << (c.holds_token() ? " holds the token," : "")
        << (c.requesting() ? " requesting," : "") << " in CS "
-       << (h.in_cs >= 0 ? std::to_string(w.global(k, h.in_cs).value()) : std::string("none")) << ", local FIFO "
+       << (c.in_cs() >= 0 ? std::to_string(w.global(k, c.in_cs()).value()) : std::string("none")) << ", local FIFO "
        << join(local_fifo(w, k)) << ", passes " << h.passes << ", RN = [";
     for (std::int32_t j = 0; j < w.nodes(); ++j) os << (j ? " " : "") << c.state().rn[j].value();
     os << "]\n";

@@ -1,6 +1,7 @@
 #include "core/cohort.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 namespace tally::protocol {
@@ -8,6 +9,10 @@ namespace tally::protocol {
 namespace {
 
 constexpr std::size_t align8(std::size_t x) noexcept { return (x + 7) & ~std::size_t{7}; }
+constexpr std::uint64_t slow_bit = gate{0, 0, false, true, false}.word();
+static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
+                  std::atomic_ref<std::uint32_t>::is_always_lock_free,
+              "the gate and the tickets need lock-free atomics (shared memory between processes)");
 
 }  // namespace
 
@@ -20,11 +25,11 @@ cohort_layout cohort_layout::of(std::int32_t nodes, std::int32_t locals) noexcep
     field = off;
     off = align8(off + size);
   };
-  // What a local lock or unlock reads and writes comes first (the header and the
-  // local FIFO), so that a runtime can keep it on one cache line.
+  // What a local lock or unlock reads and writes comes first (the header, the gate and
+  // the local FIFO), so that a runtime can keep it on few cache lines.
   place(l.header, sizeof(cohort_header));
-  place(l.lq, r * sizeof(std::int32_t));
-  place(l.waiting, r);
+  place(l.gate, sizeof(std::uint64_t));
+  place(l.tickets, r * sizeof(std::uint32_t));
   place(l.rn, k * sizeof(seq_t));
   place(l.requester, k * sizeof(std::int32_t));
   place(l.ln, k * sizeof(ln_t));
@@ -49,6 +54,7 @@ cohort::cohort(cohort_shape shape, cohort_view state, std::span<const std::int32
   if (shape.pass_bound < 1) bad("the local pass bound must be at least 1");
   if (shape.node < 0 || shape.node >= shape.nodes) bad("node index out of range");
   if (members.size() != static_cast<std::size_t>(shape.locals)) bad("member list has the wrong size");
+  if (static_cast<std::uint32_t>(shape.locals) >= gate::ticket_mask) bad("too many ranks on one node");
   for (std::int32_t g : members)
     if (g < 0 || static_cast<std::size_t>(g) >= node_of.size() || node_of[static_cast<std::size_t>(g)] != shape.node)
       bad("member rank " + std::to_string(g) + " is not on node " + std::to_string(shape.node));
@@ -58,20 +64,20 @@ cohort::cohort(cohort_shape shape, cohort_view state, std::span<const std::int32
 
 void cohort::reset(std::int32_t owner_node) noexcept {
   const auto k = static_cast<std::size_t>(shape_.nodes);
-  const auto r = static_cast<std::size_t>(shape_.locals);
   *v_.h = cohort_header{};
   std::fill_n(v_.rn, k, seq_t{});
   std::fill_n(v_.requester, k, -1);
   std::fill_n(v_.ln, k, ln_t{0});
   std::fill_n(v_.tq, k, -1);
-  std::fill_n(v_.lq, r, -1);
-  std::fill_n(v_.waiting, r, std::uint8_t{0});
+  for (std::int32_t i = 0; i < shape_.locals; ++i) ticket_ref(i) = gate::no_ticket;
   std::fill_n(v_.scratch, k, std::uint8_t{0});
   *v_.hop = 0;
   std::fill_n(v_.route, node_token::route, -1);
   std::fill_n(v_.since, k, std::uint64_t{0});
-  std::fill_n(v_.ctr, r, counters{});
+  for (std::int32_t i = 0; i < shape_.locals; ++i) ctr(i) = counters{};
   v_.h->has_token = owner_node == shape_.node ? 1 : 0;
+  std::atomic_ref<std::uint64_t>(*v_.gate).store(gate{0, 0, v_.h->has_token != 0, false, false}.word(),
+                                                 std::memory_order_release);
   // Every node starts the order at its successor, so that first sends spread: the
   // list runs j -> j + 1 (mod K) from this node round to it again.
   for (std::int32_t j = 0; j < shape_.nodes; ++j) {
@@ -81,33 +87,119 @@ void cohort::reset(std::int32_t owner_node) noexcept {
   if (owner_node != shape_.node) heard_of(owner_node);
 }
 
-void cohort::enter(std::int32_t i, bool handoff) noexcept {
-  v_.h->in_cs = i;
-  counters& c = v_.ctr[static_cast<std::size_t>(i)];
+// --- the gate and the local FIFO -------------------------------------------------
+
+gate cohort::gate_now() const noexcept {
+  return gate::of(std::atomic_ref<std::uint64_t>(*v_.gate).load(std::memory_order_acquire));
+}
+
+std::uint32_t cohort::ticket_of(std::int32_t i) const noexcept {
+  return std::atomic_ref<std::uint32_t>(ticket_ref(i)).load(std::memory_order_relaxed);
+}
+
+bool cohort::queued(std::int32_t i) const noexcept { return ticket_of(i) != gate::no_ticket; }
+
+std::int32_t cohort::queued_count() const noexcept { return static_cast<std::int32_t>(gate_now().out()); }
+
+std::int32_t cohort::holder_of(std::uint32_t ticket) const noexcept {
+  for (std::int32_t i = 0; i < shape_.locals; ++i)
+    if (ticket_of(i) == ticket) return i;
+  return -1;
+}
+
+std::int32_t cohort::queued_at(std::int32_t q) const noexcept {
+  return holder_of((gate_now().turn + static_cast<std::uint32_t>(q)) & gate::ticket_mask);
+}
+
+std::int32_t cohort::in_cs() const noexcept {
+  const gate g = gate_now();
+  return g.token && g.turn != g.next ? holder_of(g.turn) : -1;
+}
+
+bool cohort::settled() const noexcept {
+  const gate g = gate_now();
+  std::uint32_t held = 0;
+  for (std::int32_t i = 0; i < shape_.locals; ++i) held += queued(i) && g.ahead(ticket_of(i)) < g.out() ? 1 : 0;
+  return held == g.out();
+}
+
+gate cohort::freeze() noexcept {
+  return gate::of(std::atomic_ref<std::uint64_t>(*v_.gate).fetch_or(slow_bit, std::memory_order_acq_rel));
+}
+
+void cohort::thaw(gate g) noexcept {
+  g.token = v_.h->has_token != 0;
+  g.slow = needs_slow();
+  std::atomic_ref<std::uint64_t>(*v_.gate).store(g.word(), std::memory_order_release);
+}
+
+void cohort::set_ticket(std::int32_t i, std::uint32_t t) noexcept {
+  std::atomic_ref<std::uint32_t>(ticket_ref(i)).store(t, std::memory_order_relaxed);
+}
+
+bool cohort::take_ticket(std::int32_t i, bool unlocked, bool& at_once) noexcept {
+  std::atomic_ref<std::uint64_t> word(*v_.gate);
+  std::uint64_t was = word.load(std::memory_order_acquire);
+  gate g;
+  do {
+    g = gate::of(was);
+    if (unlocked && (!g.token || g.slow)) return false;
+  } while (!word.compare_exchange_weak(was, gate{g.turn, gate::after(g.next), g.token, g.slow, g.via_token}.word(),
+                                       std::memory_order_acq_rel, std::memory_order_acquire));
+  set_ticket(i, g.next);
+  at_once = g.token && g.turn == g.next;  // nobody was served or waiting
+  if (at_once) {
+    counters& c = ctr(i);
+    ++c.acquisitions;
+    ++c.local_acquisitions;
+  }
+  return true;
+}
+
+bool cohort::lock_unlocked(std::int32_t i, cohort_step& s) noexcept {
+  if (!local(i) || queued(i)) return false;  // lock() says why
+  bool at_once = false;
+  if (!take_ticket(i, true, at_once)) return false;
+  s = {};
+  if (at_once) s.act.grant = i;
+  return true;
+}
+
+bool cohort::leave_unlocked(std::int32_t i) noexcept {
+  if (!local(i)) return false;
+  const std::uint32_t mine = ticket_of(i);
+  std::atomic_ref<std::uint64_t> word(*v_.gate);
+  std::uint64_t was = word.load(std::memory_order_relaxed);
+  for (;;) {
+    const gate g = gate::of(was);
+    if (g.slow || !g.serves(mine)) return false;  // no_ticket is never served
+    gate n = g;
+    n.turn = gate::after(mine);
+    n.via_token = false;
+    if (word.compare_exchange_weak(was, n.word(), std::memory_order_release, std::memory_order_relaxed)) {
+      std::atomic_ref<std::uint32_t>(ticket_ref(i)).store(gate::no_ticket, std::memory_order_relaxed);
+      if (g.next != n.turn) ++ctr(i).local_handoffs_sent;  // a ticket waited
+      return true;
+    }
+  }
+}
+
+void cohort::note_entry(std::int32_t i) noexcept {
+  counters& c = ctr(i);
   ++c.acquisitions;
-  if (handoff) {
+  if (!gate_now().via_token) {
     ++c.local_acquisitions;
     ++c.local_handoffs_received;
   }
 }
 
-std::int32_t cohort::pop_local() noexcept {
-  cohort_header& h = *v_.h;
-  const std::int32_t i = v_.lq[h.lq_head];
-  v_.lq[h.lq_head] = -1;
-  h.lq_head = (h.lq_head + 1) % shape_.locals;
-  --h.lq_len;
-  v_.waiting[static_cast<std::size_t>(i)] = 0;
-  return i;
-}
-
-void cohort::request(std::int32_t by, cohort_action& act) noexcept {
+void cohort::request(std::int32_t by, cohort_action& act, const gate& g) noexcept {
   const auto self = static_cast<std::size_t>(shape_.node);
   v_.rn[self] = v_.rn[self].next();
-  const std::int32_t head = v_.lq[v_.h->lq_head];  // the rank the token should reach
+  const std::int32_t head = holder_of(g.turn);  // the rank the token should reach
   v_.requester[self] = members_[static_cast<std::size_t>(head)];
   v_.h->requesting = 1;
-  counters& c = v_.ctr[static_cast<std::size_t>(by)];
+  counters& c = ctr(by);
   ++c.broadcasts;
   c.requests_sent += static_cast<std::uint64_t>(shape_.nodes - 1);
   act.broadcast = true;
@@ -116,7 +208,7 @@ void cohort::request(std::int32_t by, cohort_action& act) noexcept {
   act.copy_hop = *v_.hop;
 }
 
-void cohort::release(std::int32_t by, cohort_action& act) noexcept {
+void cohort::release(std::int32_t by, cohort_action& act, const gate& g) noexcept {
   cohort_header& h = *v_.h;
   const auto self = static_cast<std::size_t>(shape_.node);
   v_.ln[self] = low32(v_.rn[self]);
@@ -128,10 +220,10 @@ void cohort::release(std::int32_t by, cohort_action& act) noexcept {
   });
   for (std::int32_t q = 0; q < h.tq_len; ++q)
     v_.scratch[static_cast<std::size_t>(node_of_[static_cast<std::size_t>(v_.tq[q])])] = 0;
-  pass_on(by, act);
+  pass_on(by, act, g);
 }
 
-void cohort::pass_on(std::int32_t by, cohort_action& act) noexcept {
+void cohort::pass_on(std::int32_t by, cohort_action& act, const gate& g) noexcept {
   cohort_header& h = *v_.h;
   h.passes = 0;
   h.remote_waiting = 0;
@@ -147,10 +239,10 @@ void cohort::pass_on(std::int32_t by, cohort_action& act) noexcept {
   for (std::int32_t q = 0; q < h.tq_len; ++q) v_.ln[static_cast<std::size_t>(node_of(rank_t(v_.tq[q])))] = 0;
   v_.ln[static_cast<std::size_t>(node_of(act.token_to))] = 0;
   h.has_token = 0;
-  ++v_.ctr[static_cast<std::size_t>(by)].tokens_sent;
-  if (h.lq_len > 0) {  // the pass bound sent it away from local waiters: ask again
-    ++v_.ctr[static_cast<std::size_t>(by)].bound_releases;
-    request(by, act);
+  ++ctr(by).tokens_sent;
+  if (g.out() > 0) {  // the pass bound sent it away from local waiters: ask again
+    ++ctr(by).bound_releases;
+    request(by, act, g);
   }
 }
 
@@ -163,63 +255,92 @@ bool cohort::remote_waiter_known() const noexcept {
 
 cohort_step cohort::lock(std::int32_t i) {
   if (!local(i)) return {status::bad_rank};
-  if (v_.h->in_cs == i) return {status::already_in_cs};
-  if (is_waiting(i)) return {status::already_requesting};
+  if (queued(i)) return {in_cs() == i ? status::already_in_cs : status::already_requesting};
+  bool at_once = false;
+  (void)take_ticket(i, false, at_once);
   cohort_step s;
-  cohort_header& h = *v_.h;
-  if (h.has_token && h.in_cs < 0) {  // idle holder: its local FIFO is empty
-    enter(i, false);
-    ++v_.ctr[static_cast<std::size_t>(i)].local_acquisitions;
+  if (at_once) {
     s.act.grant = i;
     return s;
   }
-  v_.lq[(h.lq_head + h.lq_len) % shape_.locals] = i;
-  ++h.lq_len;
-  v_.waiting[static_cast<std::size_t>(i)] = 1;
-  if (!h.has_token && !h.requesting) request(i, s.act);
+  // Without the token, nobody leaves: the gate read now is the one the ticket joined.
+  if (!v_.h->has_token && !v_.h->requesting) request(i, s.act, gate_now());
   return s;
 }
 
 cohort_step cohort::try_lock(std::int32_t i) {
   if (!local(i)) return {status::bad_rank};
-  if (v_.h->in_cs == i) return {status::already_in_cs};
-  if (is_waiting(i) || !v_.h->has_token || v_.h->in_cs >= 0) return {status::would_block};
-  return lock(i);
+  if (queued(i)) return {in_cs() == i ? status::already_in_cs : status::would_block};
+  // The next ticket, only while nobody is served or waits: one compare-and-swap,
+  // since ranks may take tickets and leave without the lock meanwhile.
+  std::atomic_ref<std::uint64_t> word(*v_.gate);
+  std::uint64_t was = word.load(std::memory_order_acquire);
+  gate g;
+  do {
+    g = gate::of(was);
+    if (!g.token || g.turn != g.next) return {status::would_block};
+  } while (!word.compare_exchange_weak(was, gate{g.turn, gate::after(g.next), g.token, g.slow, g.via_token}.word(),
+                                       std::memory_order_acq_rel, std::memory_order_acquire));
+  set_ticket(i, g.next);
+  counters& c = ctr(i);
+  ++c.acquisitions;
+  ++c.local_acquisitions;
+  cohort_step s;
+  s.act.grant = i;
+  return s;
 }
 
 cohort_step cohort::withdraw(std::int32_t i) {
   if (!local(i)) return {status::bad_rank};
-  if (v_.h->in_cs == i) return {status::already_in_cs};
-  if (!is_waiting(i)) return {status::not_requesting};
-  cohort_header& h = *v_.h;
-  // Remove i from the ring, keeping the others' order.
-  std::int32_t w = 0;
-  for (std::int32_t q = 0; q < h.lq_len; ++q) {
-    const std::int32_t x = v_.lq[(h.lq_head + q) % shape_.locals];
-    if (x != i) v_.lq[(h.lq_head + w++) % shape_.locals] = x;
+  gate g = freeze();
+  if (!settled()) return {status::unsettled};  // still slow: no ticket is taken meanwhile
+  const std::uint32_t mine = ticket_of(i);
+  status st = status::ok;
+  if (mine == gate::no_ticket)
+    st = status::not_requesting;
+  else if (g.serves(mine))
+    st = status::already_in_cs;
+  if (st != status::ok) {
+    thaw(g);
+    return {st};
   }
-  v_.lq[(h.lq_head + w) % shape_.locals] = -1;
-  h.lq_len = w;
-  v_.waiting[static_cast<std::size_t>(i)] = 0;
+  // Give the ticket back: each later one moves up to the ticket before it.
+  for (std::int32_t j = 0; j < shape_.locals; ++j) {
+    const std::uint32_t t = ticket_of(j);
+    // Only tickets out: a rank that has just left without the lock may still show
+    // its old ticket, before the turn, until it writes no_ticket.
+    if (j != i && queued(j) && g.ahead(t) < g.out() && g.ahead(t) > g.ahead(mine))
+      set_ticket(j, (t - 1) & gate::ticket_mask);
+  }
+  set_ticket(i, gate::no_ticket);
+  g.next = (g.next - 1) & gate::ticket_mask;
+  thaw(g);  // the moved tickets before the gate: a waiter reads its ticket after the gate
   return {};
 }
 
 cohort_step cohort::unlock(std::int32_t i) {
   if (!local(i)) return {status::bad_rank};
-  if (v_.h->in_cs != i) return {status::not_in_cs};
-  cohort_step s;
-  cohort_header& h = *v_.h;
-  h.in_cs = -1;
-  if (h.lq_len > 0 && h.remote_waiting == cohort_header::unsure) h.remote_waiting = remote_waiter_known() ? 1 : 0;
-  if (h.lq_len > 0 && (!h.remote_waiting || h.passes < shape_.pass_bound)) {
-    if (h.remote_waiting) ++h.passes;
-    const std::int32_t next = pop_local();
-    ++v_.ctr[static_cast<std::size_t>(i)].local_handoffs_sent;
-    enter(next, true);
-    s.act.grant = next;
-    return s;
+  gate g = freeze();
+  if (!settled()) return {status::unsettled};  // still slow: no ticket is taken meanwhile
+  if (!g.serves(ticket_of(i))) {
+    thaw(g);
+    return {status::not_in_cs};
   }
-  release(i, s.act);
+  cohort_header& h = *v_.h;
+  cohort_step s;
+  const bool waiters = g.out() > 1;
+  if (waiters && h.remote_waiting == cohort_header::unsure) h.remote_waiting = remote_waiter_known() ? 1 : 0;
+  g.turn = gate::after(g.turn);  // i leaves
+  g.via_token = false;
+  set_ticket(i, gate::no_ticket);
+  if (waiters && (!h.remote_waiting || h.passes < shape_.pass_bound)) {
+    if (h.remote_waiting) ++h.passes;
+    ++ctr(i).local_handoffs_sent;
+    s.act.grant = holder_of(g.turn);
+  } else {
+    release(i, s.act, g);
+  }
+  thaw(g);
   return s;
 }
 
@@ -241,7 +362,7 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq, std
   if (!local(by) || requester.value() < 0 || requester.index() >= node_of_.size()) return {status::bad_rank};
   const std::int32_t j = node_of(requester);
   if (j == shape_.node) return {status::self_request};
-  ++v_.ctr[static_cast<std::size_t>(by)].requests_received;
+  ++ctr(by).requests_received;
   const auto k = static_cast<std::size_t>(j);
   if (seq > v_.rn[k]) {
     v_.rn[k] = seq;
@@ -254,15 +375,17 @@ cohort_step cohort::on_request(std::int32_t by, rank_t requester, seq_t seq, std
   // A held token with a queue has remote_waiting set already (and LN is not read for
   // a queued node).
   if (!h.has_token || h.tq_len > 0 || !fresh(v_.rn[k], v_.ln[k])) return s;
-  if (h.in_cs < 0) {
+  const gate g = freeze();  // the turn stands still: the CS cannot empty meanwhile
+  if (g.turn == g.next) {
     // Idle holder: hand off at once. Its queue and local FIFO are empty and no other
     // node waits (C4), so a release's scan would find node j alone: skip it.
     v_.ln[static_cast<std::size_t>(shape_.node)] = low32(v_.rn[static_cast<std::size_t>(shape_.node)]);
     v_.tq[h.tq_len++] = v_.requester[k];
-    pass_on(by, s.act);
+    pass_on(by, s.act, g);
   } else {
-    h.remote_waiting = 1;
+    h.remote_waiting = 1;  // from now on every leave takes the lock (slow)
   }
+  thaw(g);
   return s;
 }
 
@@ -293,7 +416,7 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const ln_t> ln, std::spa
     if (r.value() >= 0 && r.index() < node_of_.size()) v_.scratch[static_cast<std::size_t>(node_of(r))] = 0;
   if (!ok) return {status::bad_token};
 
-  ++v_.ctr[static_cast<std::size_t>(by)].tokens_received;
+  ++ctr(by).tokens_received;
   if (ln.data() != v_.ln) std::copy(ln.begin(), ln.end(), v_.ln);
   *v_.hop = trail.hop;
   std::copy(trail.route.begin(), trail.route.end(), v_.route);
@@ -309,14 +432,15 @@ cohort_step cohort::on_token(std::int32_t by, std::span<const ln_t> ln, std::spa
   h.passes = 0;
   // Whether another node waits is looked up when a local pass needs it (unlock).
   h.remote_waiting = queue.empty() ? cohort_header::unsure : 1;
+  gate g = freeze();
   cohort_step s;
-  if (h.lq_len > 0) {
-    const std::int32_t next = pop_local();
-    enter(next, false);
-    s.act.grant = next;
+  if (g.out() > 0) {  // the head's ticket is the turn: it is served now
+    g.via_token = true;
+    s.act.grant = holder_of(g.turn);
   } else {
-    release(by, s.act);  // every local waiter withdrew
+    release(by, s.act, g);  // every local waiter withdrew
   }
+  thaw(g);
   return s;
 }
 

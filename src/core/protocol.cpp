@@ -42,6 +42,7 @@ const char* describe(status s) noexcept {
     case status::self_request: return "REQUEST claims to come from this peer";
     case status::bad_rank: return "rank out of range";
     case status::bad_token: return "malformed token";
+    case status::unsettled: return "a ticket is being taken";
   }
   return "unknown status";
 }

@@ -127,6 +127,7 @@ enum class status : std::uint8_t {
   self_request,        // REQUEST that claims to come from this peer
   bad_rank,            // REQUEST from an id outside [0, n)
   bad_token,           // token with wrong sizes, ids out of range, duplicates or self in Q
+  unsettled,           // cohort: a ticket out is not on its rank's line yet; call again
 };
 
 const char* describe(status s) noexcept;

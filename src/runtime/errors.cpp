@@ -79,7 +79,8 @@ errc to_errc(protocol::status s) noexcept {
     case status::bad_rank:
     case status::bad_token: return errc::arg;
     case status::already_requesting:
-    case status::not_requesting: return errc::state;
+    case status::not_requesting:
+    case status::unsettled: return errc::state;
   }
   return errc::state;
 }

@@ -13,10 +13,12 @@ protocol::cohort_step node_level::event(Event&& e, const char* call, protocol::s
   protocol::cohort& c = slot_.cohort();
   int token_count = 0;  // units of the token staged below
   slot_.lock();
-  const protocol::cohort_step s = e(c);
+  // unsettled: a rank between taking a ticket without the spinlock and writing it to
+  // its line, a few instructions from done (protocol::cohort::lock_unlocked).
+  protocol::cohort_step s;
+  for (int spin = 0; (s = e(c)).st == protocol::status::unsettled; ++spin) node_slot::pause(spin);
   needed_ = needed_here();
   if (s.ok()) {
-    if (s.act.grant >= 0) slot_.grant(s.act.grant);
     if (s.act.broadcast) {  // the order is shared state: read it under the spinlock
       bcast_order_.clear();
       for (const std::int32_t j : c.broadcast_order())
@@ -47,13 +49,26 @@ void node_level::describe(transport::shape& sh) const {
 
 bool node_level::start(const char* call) {
   const std::int32_t me = slot_.local();
-  event([me](protocol::cohort& c) { return c.lock(me); }, call);
+  // The token here and no other node known to wait: a ticket without the spinlock.
+  protocol::cohort_step s;
+  if (!slot_.cohort().lock_unlocked(me, s)) s = event([me](protocol::cohort& c) { return c.lock(me); }, call);
+  in_cs_ = s.act.grant == me;  // at once (counted by the event)
+  waiting_ = !in_cs_;
   return entered();
 }
 
 bool node_level::entered() {
-  if (!in_cs_ && slot_.take_grant()) in_cs_ = true;
-  return in_cs_;
+  if (in_cs_ || !waiting_) return in_cs_;
+  protocol::cohort& c = slot_.cohort();
+  const std::int32_t me = slot_.local();
+  // The gate first (acquire), then the ticket: a withdrawal ahead moves the ticket
+  // before it publishes the gate.
+  const protocol::gate g = c.gate_now();
+  if (!g.serves(c.ticket_of(me))) return false;
+  c.note_entry(me);
+  waiting_ = false;
+  in_cs_ = true;
+  return true;
 }
 
 bool node_level::waiting() const {
@@ -67,9 +82,11 @@ bool node_level::withdraw(const char* call) {
   const std::int32_t me = slot_.local();
   const protocol::cohort_step s =
       event([me](protocol::cohort& c) { return c.withdraw(me); }, call, protocol::status::already_in_cs);
-  if (s.ok()) return true;
-  // Granted meanwhile: the grant flag was set under the spinlock, so it is visible.
-  (void)entered();
+  if (s.ok()) {
+    waiting_ = false;
+    return true;
+  }
+  (void)entered();  // served meanwhile: the gate says so
   return false;
 }
 
@@ -77,12 +94,16 @@ bool node_level::try_enter(const char* call) {
   const std::int32_t me = slot_.local();
   const protocol::cohort_step s =
       event([me](protocol::cohort& c) { return c.try_lock(me); }, call, protocol::status::would_block);
-  return s.ok() && entered();  // its own grant flag was set
+  in_cs_ = s.ok();  // entered at once
+  return in_cs_;
 }
 
 void node_level::leave(const char* call) {
   const std::int32_t me = slot_.local();
   in_cs_ = false;
+  // No other node known to wait: serve the next ticket, whoever holds it, without
+  // the spinlock and without reading who waits (docs/design.md, "Two-level lock").
+  if (slot_.cohort().leave_unlocked(me)) return;
   event([me](protocol::cohort& c) { return c.unlock(me); }, call);
 }
 

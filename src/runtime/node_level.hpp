@@ -7,9 +7,12 @@
 // spinlock, by whichever rank of the node carries the event: its own lock,
 // try_lock, withdraw or unlock, a REQUEST it received as the node's leader, the
 // token it received as the rank the node asked it for. Under the spinlock the rank
-// also sets the grant flag of the rank it hands the critical section to and packs
-// an outgoing token (LN, queue, payload: all in shared memory) into a send buffer;
-// the MPI sends follow after the spinlock is released.
+// also packs an outgoing token (LN, queue, payload: all in shared memory) into a
+// send buffer; the MPI sends follow after the spinlock is released. While the node
+// holds the token and no other node is known to wait, taking a ticket and leaving
+// the critical section need no spinlock (protocol::cohort::lock_unlocked and
+// leave_unlocked: a compare-and-swap on the cohort's gate each). A waiting rank
+// watches the gate until it serves its ticket.
 #pragma once
 
 #include <array>
@@ -75,7 +78,8 @@ class node_level final : public level {
   // node_slot's methods are const where they only look, but the spinlock is taken
   // by looks too: mutable.
   mutable node_slot slot_;
-  bool in_cs_ = false;                         // this rank took its grant and has not left
+  bool in_cs_ = false;                         // this rank entered and has not left
+  bool waiting_ = false;                       // this rank holds a ticket not yet served
   bool needed_ = false;                        // needed_here() at this rank's last cohort event
   std::vector<std::int32_t> bcast_order_;      // the next broadcast's peers, in order
   std::vector<protocol::rank_t> spare_queue_;  // a received token's queue

@@ -38,12 +38,17 @@ void node_slot::open(std::shared_ptr<node_arena> arena, std::uint32_t id, MPI_Co
                      std::span<const std::byte> initial_payload, const node_arena::waiter& wait) {
   arena_ = std::move(arena);
   // The slot: the spinlock word with the cohort right after it (a local event then
-  // finds the word and the fields it changes on one line), a grant line per local
-  // rank, the payload.
+  // finds the word and the fields it changes on one line), the gate's line, each
+  // local rank's ticket and counters on lines of their own, the payload. (The
+  // cohort's layout has room for the gate, the tickets and the counters too, unused
+  // here.)
   layout_ = protocol::cohort_layout::of(nodes(), locals());
   const std::size_t cohort_at = sizeof(std::uint64_t);
-  grants_at_ = round_up(cohort_at + layout_.bytes);
-  const std::size_t payload_at = grants_at_ + line * static_cast<std::size_t>(locals());
+  const std::size_t gate_at = round_up(cohort_at + layout_.bytes);
+  const std::size_t ranks_at = gate_at + line;
+  const std::size_t counters_in = sizeof(std::uint64_t);  // after the ticket
+  const std::size_t per_rank = round_up(counters_in + sizeof(protocol::counters));
+  const std::size_t payload_at = ranks_at + per_rank * static_cast<std::size_t>(locals());
   const std::size_t bytes = payload_at + round_up(std::max<std::size_t>(payload_bytes, 1));
   std::string why;
   base_ = arena_->slot(id, bytes, why);
@@ -55,9 +60,15 @@ void node_slot::open(std::shared_ptr<node_arena> arena, std::uint32_t id, MPI_Co
   }
   arena_->settle(true);
   payload_ = std::span<std::byte>(base_ + payload_at, payload_bytes);
+  protocol::cohort_view view = protocol::cohort_view::at(base_ + cohort_at, layout_);
+  view.gate = reinterpret_cast<std::uint64_t*>(base_ + gate_at);
+  view.tickets = reinterpret_cast<std::uint32_t*>(base_ + ranks_at);
+  view.ticket_stride = per_rank / sizeof(std::uint32_t);
+  view.ctr = reinterpret_cast<protocol::counters*>(base_ + ranks_at + counters_in);
+  view.ctr_stride = per_rank;
   build_core([&] {
-    cohort_.emplace(protocol::cohort_shape{nodes(), node(), locals(), pass_bound},
-                    protocol::cohort_view::at(base_ + cohort_at, layout_), arena_->node_of(), arena_->members());
+    cohort_.emplace(protocol::cohort_shape{nodes(), node(), locals(), pass_bound}, view, arena_->node_of(),
+                    arena_->members());
   });
 
   // The leader initializes; then the initial owner puts the payload in; each is
@@ -93,29 +104,17 @@ void node_slot::lock() noexcept {
   if (w.exchange(1, std::memory_order_acquire) == 0) return;
   for (int spin = 0;; ++spin) {
     if (w.load(std::memory_order_relaxed) == 0 && w.exchange(1, std::memory_order_acquire) == 0) return;
-    if (spin < spins_before_yield)
-      cpu_relax();
-    else
-      std::this_thread::yield();
+    pause(spin);
   }
 }
 
+void node_slot::pause(int spin) noexcept {
+  if (spin < spins_before_yield)
+    cpu_relax();
+  else
+    std::this_thread::yield();
+}
+
 void node_slot::unlock() noexcept { word_at(base_).store(0, std::memory_order_release); }
-
-void node_slot::grant(std::int32_t i) noexcept {
-  word_at(base_ + grants_at_ + line * static_cast<std::size_t>(i)).store(1, std::memory_order_release);
-}
-
-bool node_slot::take_grant() noexcept {
-  std::atomic_ref<std::uint32_t> w = word_at(base_ + grants_at_ + line * static_cast<std::size_t>(local()));
-  if (w.load(std::memory_order_acquire) == 0) return false;
-  w.store(0, std::memory_order_relaxed);
-  // This rank's unlock takes the spinlock first, on a line the waiters behind it
-  // wrote when they queued: start fetching it for writing now, so that the fetch
-  // overlaps the critical section instead of delaying the next grant
-  // (docs/benchmarks.md, "The node topology's handoff against MPI_Win_lock").
-  __builtin_prefetch(base_, 1, 3);
-  return true;
-}
 
 }  // namespace tally::detail

@@ -2,17 +2,21 @@
 //
 // Contract. One slot per mutex in its channel's node arena (runtime/node_arena.hpp),
 // shared by the ranks of a node, holds:
-//   - a spinlock that serializes every transition of the node's protocol::cohort,
-//     whichever rank of the node carries it out, followed at once by the cohort's
-//     state (core/cohort.hpp), so that a local lock or unlock finds both on one line;
-//   - one grant flag per local rank (each on its own cache line): set, under the
-//     spinlock, by the rank that hands the critical section to it; cleared by the
-//     rank itself when it sees it. A waiting rank spins on its own line only;
+//   - a spinlock that serializes the transitions of the node's protocol::cohort
+//     (all but lock_unlocked and leave_unlocked), whichever rank of the node
+//     carries them out, followed at once by the cohort's state (core/cohort.hpp);
+//   - the cohort's gate, on a cache line of its own: the turn, the next ticket and
+//     the token bit, which waiting ranks watch and a locking or leaving rank
+//     changes with one compare-and-swap;
+//   - each local rank's ticket and counters, on cache lines of their own (the
+//     ticket is written when the rank takes one and when a withdrawal ahead of it
+//     moves it up, and read by the rank as it waits; the counters are the rank's
+//     own, written by it alone);
 //   - the payload. It and the cohort's state belong to the rank in the critical
 //     section, else to the spinlock's holder.
-// Nothing under the spinlock calls MPI or blocks: a transition, a grant, the token
-// packed into a send buffer. Across processes the atomics are C++ atomics on the
-// shared mapping (lock-free, address-free), so no MPI synchronization is involved.
+// Nothing under the spinlock calls MPI or blocks: a transition, the token packed
+// into a send buffer. Across processes the atomics are C++ atomics on the shared
+// mapping (lock-free, address-free), so no MPI synchronization is involved.
 // The node's leader receives its REQUESTs; the token goes to the rank that asked.
 #pragma once
 
@@ -67,15 +71,13 @@ class node_slot {
 
   void lock() noexcept;  // the spinlock; spins, then yields
   void unlock() noexcept;
-  // Sets the grant flag of local rank i (spinlock held).
-  void grant(std::int32_t i) noexcept;
-  // True once: this rank's grant flag was set; it is cleared.
-  bool take_grant() noexcept;
+  // One step of a spin, the spin-th: a pause, or past a few hundred the core given
+  // away (more ranks than cores: the rank awaited may need it).
+  static void pause(int spin) noexcept;
 
  private:
   std::shared_ptr<node_arena> arena_;
   std::byte* base_ = nullptr;
-  std::size_t grants_at_ = 0;  // offset of local rank 0's grant line
   protocol::cohort_layout layout_{};
   std::optional<protocol::cohort> cohort_;
   std::span<std::byte> payload_;

@@ -118,13 +118,21 @@ TEST(Cohort, TokenGrantsTheLocalHead) {
   EXPECT_EQ(s.act.grant, 1);  // FIFO: rank 3 asked first
   EXPECT_EQ(n.c.in_cs(), 1);
   EXPECT_EQ(n.c.counters_of(1).tokens_received, 1u);
+  n.c.note_entry(1);  // rank 3 sees its entry, with the token: no local acquisition
+  EXPECT_EQ(n.c.counters_of(1).acquisitions, 1u);
+  EXPECT_EQ(n.c.counters_of(1).local_acquisitions, 0u);
   // Nobody else waits: the second local rank gets it by a local handoff.
   const cohort_step u = n.c.unlock(1);
   EXPECT_EQ(u.act.grant, 0);
   EXPECT_EQ(u.act.token_to, rank_t(-1));
   EXPECT_EQ(n.c.counters_of(1).local_handoffs_sent, 1u);
+  // The waiter counts its entry when it sees the gate serve its ticket.
+  EXPECT_TRUE(n.c.gate_now().serves(n.c.ticket_of(0)));
+  EXPECT_EQ(n.c.counters_of(0).acquisitions, 0u);
+  n.c.note_entry(0);
   EXPECT_EQ(n.c.counters_of(0).local_handoffs_received, 1u);
   EXPECT_EQ(n.c.counters_of(0).local_acquisitions, 1u);
+
   ASSERT_TRUE(n.c.unlock(0).ok());
   EXPECT_TRUE(n.c.holds_token());  // idle holder now
   EXPECT_EQ(n.c.state().ln[1], 1u);
@@ -337,6 +345,117 @@ TEST(Cohort, MisuseChangesNothing) {
   EXPECT_TRUE(m.c.requesting());
   EXPECT_EQ(m.c.counters_of(0).tokens_received, 0u);
   EXPECT_TRUE(m.c.on_token(0, ln, {}, by_hand).ok());
+}
+
+TEST(Cohort, LeavingWithoutTheLockServesTheNextTicket) {
+  node_fixture n({0, 0, 0}, 0, 1, 0);
+  ASSERT_EQ(n.c.lock(0).act.grant, 0);  // at once, counted
+  ASSERT_EQ(n.c.lock(1).act.grant, -1);
+  ASSERT_EQ(n.c.lock(2).act.grant, -1);
+  EXPECT_FALSE(n.c.leave_unlocked(1));  // not in the CS: nothing changes
+  EXPECT_EQ(n.c.in_cs(), 0);
+  ASSERT_TRUE(n.c.leave_unlocked(0));
+  EXPECT_EQ(n.c.in_cs(), 1);
+  EXPECT_TRUE(n.c.is_waiting(2));
+  n.c.note_entry(1);
+  ASSERT_TRUE(n.c.leave_unlocked(1));
+  n.c.note_entry(2);
+  ASSERT_TRUE(n.c.leave_unlocked(2));
+  EXPECT_EQ(n.c.in_cs(), -1);
+  EXPECT_EQ(n.c.queued_count(), 0);
+  EXPECT_FALSE(n.c.leave_unlocked(2));  // twice
+  for (std::int32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(n.c.counters_of(i).acquisitions, 1u);
+    EXPECT_EQ(n.c.counters_of(i).local_acquisitions, 1u);
+    EXPECT_EQ(n.c.counters_of(i).local_handoffs_sent, i < 2 ? 1u : 0u);  // the last one handed to nobody
+    EXPECT_EQ(n.c.counters_of(i).local_handoffs_received, i > 0 ? 1u : 0u);
+  }
+  EXPECT_EQ(n.c.lock(1).act.grant, 1);  // the token idle here again: at once
+}
+
+TEST(Cohort, AKnownRemoteWaiterMakesLeavingTakeTheLock) {
+  node_fixture n(two_by_two, 0, 1, 0);
+  ASSERT_EQ(n.c.lock(0).act.grant, 0);
+  ASSERT_TRUE(n.c.lock(1).ok());
+  ASSERT_TRUE(n.c.on_request(0, rank_t(2), seq_t(1)).ok());  // node 1 waits
+  EXPECT_TRUE(n.c.gate_now().slow);
+  EXPECT_FALSE(n.c.leave_unlocked(0));
+  EXPECT_EQ(n.c.in_cs(), 0);
+  const cohort_step u = n.c.unlock(0);  // the one pass B = 1 allows
+  EXPECT_EQ(u.act.grant, 1);
+  EXPECT_FALSE(n.c.leave_unlocked(1));
+  const cohort_step v = n.c.unlock(1);
+  EXPECT_EQ(v.act.token_to, rank_t(2));
+  EXPECT_FALSE(n.c.gate_now().token);
+  EXPECT_FALSE(n.c.gate_now().slow);
+}
+
+TEST(Cohort, WithdrawMovesLaterTicketsUp) {
+  node_fixture n({0, 0, 0, 0}, 0, 1, 0);
+  ASSERT_EQ(n.c.lock(0).act.grant, 0);
+  for (std::int32_t i = 1; i < 4; ++i) ASSERT_TRUE(n.c.lock(i).ok());
+  const std::uint32_t third = n.c.ticket_of(3);
+  ASSERT_TRUE(n.c.withdraw(2).ok());
+  EXPECT_EQ(n.c.ticket_of(3), third - 1);
+  EXPECT_EQ(n.c.gate_now().next, third);
+  EXPECT_EQ(n.c.withdraw(0).st, status::already_in_cs);
+  ASSERT_TRUE(n.c.leave_unlocked(0));
+  EXPECT_EQ(n.c.withdraw(1).st, status::already_in_cs);  // served meanwhile
+  ASSERT_TRUE(n.c.leave_unlocked(1));
+  EXPECT_EQ(n.c.in_cs(), 3);
+  EXPECT_FALSE(n.c.queued(2));
+}
+
+TEST(Cohort, TicketsWrapAround) {
+  // A node whose tickets are about to wrap (2^24): the state as after that many
+  // entries, set by hand.
+  node_fixture n({0, 0, 0}, 0, 1, 0);
+  const std::uint32_t last = gate::ticket_mask;
+  *n.c.state().gate = gate{last - 1, last - 1, true, false, false}.word();
+  for (int round = 0; round < 4; ++round) {
+    ASSERT_TRUE(n.c.lock(0).ok());
+    ASSERT_TRUE(n.c.lock(1).ok());
+    ASSERT_TRUE(n.c.lock(2).ok());
+    ASSERT_TRUE(n.c.withdraw(1).ok());
+    EXPECT_EQ(n.c.in_cs(), 0);
+    ASSERT_TRUE(n.c.leave_unlocked(0));
+    EXPECT_EQ(n.c.in_cs(), 2);
+    EXPECT_FALSE(n.c.queued(1));
+    ASSERT_TRUE(n.c.leave_unlocked(2));
+    EXPECT_EQ(n.c.in_cs(), -1);
+  }
+  EXPECT_LT(n.c.gate_now().turn, 8u);  // it wrapped
+}
+
+TEST(Cohort, LockingWithoutTheLockNeedsTheTokenAndNothingSlow) {
+  node_fixture n({0, 0, 0, 1}, 0, 1, 0), m({0, 0, 0, 1}, 1, 1, 0);
+  cohort_step s;
+  ASSERT_TRUE(n.c.lock_unlocked(0, s));
+  EXPECT_EQ(s.act.grant, 0);  // at once
+  EXPECT_EQ(n.c.counters_of(0).local_acquisitions, 1u);
+  EXPECT_FALSE(n.c.lock_unlocked(0, s));  // holds a ticket: lock() says why
+  EXPECT_EQ(n.c.lock(0).st, status::already_in_cs);
+  ASSERT_TRUE(n.c.lock_unlocked(1, s));
+  EXPECT_EQ(s.act.grant, -1);
+  EXPECT_TRUE(n.c.is_waiting(1));
+  ASSERT_TRUE(n.c.on_request(0, rank_t(3), seq_t(1)).ok());  // node 1 waits: slow
+  EXPECT_FALSE(n.c.lock_unlocked(2, s));
+  ASSERT_TRUE(n.c.lock(2).ok());
+  EXPECT_EQ(n.c.queued_at(2), 2);
+  EXPECT_FALSE(m.c.lock_unlocked(0, s));  // no token: the node must ask for it
+  EXPECT_TRUE(m.c.lock(0).act.broadcast);
+}
+
+TEST(Cohort, SettledOnlyWhenEveryTicketOutHasItsRank) {
+  node_fixture n({0, 0}, 0, 1, 0);
+  cohort_step s;
+  ASSERT_TRUE(n.c.lock_unlocked(0, s));
+  EXPECT_TRUE(n.c.settled());
+  // A rank that took the next ticket and has not written it to its line yet.
+  gate g = n.c.gate_now();
+  g.next = gate::after(g.next);
+  *n.c.state().gate = g.word();
+  EXPECT_FALSE(n.c.settled());
 }
 
 TEST(Cohort, OneNodeIsAPurelyLocalLock) {

@@ -54,7 +54,7 @@ void two_level::finish_checks(std::uint64_t requests, std::uint64_t tokens, std:
   protocol::counters sum{};
   for (std::int32_t k = 0; k < k_; ++k) {
     const protocol::cohort& c = nodes_[static_cast<std::size_t>(k)];
-    if (c.in_cs() >= 0 || c.requesting() || c.state().h->lq_len != 0)
+    if (c.in_cs() >= 0 || c.requesting() || c.queued_count() != 0)
       fail("node " + std::to_string(k) + " is not idle at the end");
     holders += c.holds_token() ? 1 : 0;
     for (std::int32_t l = 0; l < r_; ++l) {

@@ -59,7 +59,7 @@ class two_level {
     const std::int32_t k = i / r_, l = i % r_;
     const protocol::cohort_step s = nodes_[static_cast<std::size_t>(k)].lock(l);
     check(s, i, "lock");
-    carry(e, k, l, s, true);
+    carry(e, k, l, s, true, true);
   }
 
   template <class E>
@@ -76,6 +76,7 @@ class two_level {
     protocol::cohort& c = nodes_[static_cast<std::size_t>(k)];
     if (m.kind == msg_kind::grant) {  // a local grant became visible to its waiter
       if (c.in_cs() != l) fail("rank " + std::to_string(m.to) + " woken but not granted");
+      c.note_entry(l);
       e.enter(m.to);
       return;
     }
@@ -121,14 +122,17 @@ class two_level {
 
   template <class E>
   // `scanned`: a token s sends comes from a release, after its scan of K entries.
-  void carry(E& e, std::int32_t k, std::int32_t by, const protocol::cohort_step& s, bool scanned) {
+  // `at_once`: s is lock's, whose grant the core counted.
+  void carry(E& e, std::int32_t k, std::int32_t by, const protocol::cohort_step& s, bool scanned,
+             bool at_once = false) {
     const protocol::cohort& c = nodes_[static_cast<std::size_t>(k)];
     const std::int32_t self = k * r_ + by;
     if (s.act.grant >= 0) {
       const std::int32_t g = k * r_ + s.act.grant;
-      if (g == self)
+      if (g == self) {
+        if (!at_once) nodes_[static_cast<std::size_t>(k)].note_entry(s.act.grant);  // the token came to it
         e.enter(g);
-      else
+      } else
         e.wake(self, g, msg_kind::grant, local_grant_);
     }
     if (s.act.token_to.value() >= 0) {

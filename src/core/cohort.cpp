@@ -137,13 +137,14 @@ void cohort::set_ticket(std::int32_t i, std::uint32_t t) noexcept {
   std::atomic_ref<std::uint32_t>(ticket_ref(i)).store(t, std::memory_order_relaxed);
 }
 
-bool cohort::take_ticket(std::int32_t i, bool unlocked, bool& at_once) noexcept {
+bool cohort::take_ticket(std::int32_t i, taking when, bool& at_once) noexcept {
   std::atomic_ref<std::uint64_t> word(*v_.gate);
   std::uint64_t was = word.load(std::memory_order_acquire);
   gate g;
   do {
     g = gate::of(was);
-    if (unlocked && (!g.token || g.slow)) return false;
+    if (when == taking::unlocked && (!g.token || g.slow)) return false;
+    if (when == taking::idle && (!g.token || g.turn != g.next)) return false;
   } while (!word.compare_exchange_weak(was, gate{g.turn, gate::after(g.next), g.token, g.slow, g.via_token}.word(),
                                        std::memory_order_acq_rel, std::memory_order_acquire));
   set_ticket(i, g.next);
@@ -159,7 +160,7 @@ bool cohort::take_ticket(std::int32_t i, bool unlocked, bool& at_once) noexcept 
 bool cohort::lock_unlocked(std::int32_t i, cohort_step& s) noexcept {
   if (!local(i) || queued(i)) return false;  // lock() says why
   bool at_once = false;
-  if (!take_ticket(i, true, at_once)) return false;
+  if (!take_ticket(i, taking::unlocked, at_once)) return false;
   s = {};
   if (at_once) s.act.grant = i;
   return true;
@@ -177,7 +178,7 @@ bool cohort::leave_unlocked(std::int32_t i) noexcept {
     n.turn = gate::after(mine);
     n.via_token = false;
     if (word.compare_exchange_weak(was, n.word(), std::memory_order_release, std::memory_order_relaxed)) {
-      std::atomic_ref<std::uint32_t>(ticket_ref(i)).store(gate::no_ticket, std::memory_order_relaxed);
+      set_ticket(i, gate::no_ticket);
       if (g.next != n.turn) ++ctr(i).local_handoffs_sent;  // a ticket waited
       return true;
     }
@@ -257,7 +258,7 @@ cohort_step cohort::lock(std::int32_t i) {
   if (!local(i)) return {status::bad_rank};
   if (queued(i)) return {in_cs() == i ? status::already_in_cs : status::already_requesting};
   bool at_once = false;
-  (void)take_ticket(i, false, at_once);
+  (void)take_ticket(i, taking::always, at_once);
   cohort_step s;
   if (at_once) {
     s.act.grant = i;
@@ -271,20 +272,10 @@ cohort_step cohort::lock(std::int32_t i) {
 cohort_step cohort::try_lock(std::int32_t i) {
   if (!local(i)) return {status::bad_rank};
   if (queued(i)) return {in_cs() == i ? status::already_in_cs : status::would_block};
-  // The next ticket, only while nobody is served or waits: one compare-and-swap,
-  // since ranks may take tickets and leave without the lock meanwhile.
-  std::atomic_ref<std::uint64_t> word(*v_.gate);
-  std::uint64_t was = word.load(std::memory_order_acquire);
-  gate g;
-  do {
-    g = gate::of(was);
-    if (!g.token || g.turn != g.next) return {status::would_block};
-  } while (!word.compare_exchange_weak(was, gate{g.turn, gate::after(g.next), g.token, g.slow, g.via_token}.word(),
-                                       std::memory_order_acq_rel, std::memory_order_acquire));
-  set_ticket(i, g.next);
-  counters& c = ctr(i);
-  ++c.acquisitions;
-  ++c.local_acquisitions;
+  // Only while nobody is served or waits, in one compare-and-swap: ranks may take
+  // tickets and leave without the lock meanwhile.
+  bool at_once = false;
+  if (!take_ticket(i, taking::idle, at_once)) return {status::would_block};
   cohort_step s;
   s.act.grant = i;
   return s;

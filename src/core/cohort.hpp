@@ -298,9 +298,15 @@ class cohort {
   void thaw(gate g) noexcept;
   bool needs_slow() const noexcept { return v_.h->has_token && v_.h->remote_waiting != 0; }
   void set_ticket(std::int32_t i, std::uint32_t t) noexcept;
-  // i takes the next ticket (`unlocked`: only while the token is here and nothing is
-  // slow, else false); `at_once`: it is served at once (counted).
-  bool take_ticket(std::int32_t i, bool unlocked, bool& at_once) noexcept;
+  // i takes the next ticket, always, or (unlocked) only while the token is here and
+  // nothing is slow, or (idle) only while nobody is served or waits; false where it
+  // does not. `at_once`: it is served at once (counted).
+  enum class taking {
+    always,
+    unlocked,
+    idle
+  };
+  bool take_ticket(std::int32_t i, taking when, bool& at_once) noexcept;
   counters& ctr(std::int32_t i) const noexcept {
     return *reinterpret_cast<counters*>(reinterpret_cast<std::byte*>(v_.ctr) +
                                         static_cast<std::size_t>(i) * v_.ctr_stride);
